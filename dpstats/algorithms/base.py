@@ -1,0 +1,295 @@
+"""The interface every private algorithm implements.
+
+An algorithm is configured once (its hyperparameters) and then run on data::
+
+    outcome = algo.run(data, facts, epsilon, delta, rng)
+
+where ``data`` is a :class:`TaskData` (``X`` and, for regression, ``y``),
+``facts`` the instance's :class:`~dpstats.instance.PublicFacts`, and ``rng`` a
+seeded :class:`numpy.random.Generator` (the only source of randomness). The
+result is a :class:`Release` or a :class:`Decline`; a decline is a result, not
+an exception.
+
+Interpretation classes
+----------------------
+``standard``
+    A full (epsilon, delta)-DP argument under replace-one neighbours that uses
+    only public facts: ``n``, ``d``, names, the task and manifest ``bounds``.
+``data-bounds``
+    Clipping bounds or scales are read from the data without privacy, as many
+    reference implementations do. Not DP; run for comparison only.
+``data-hyperparameters``
+    Hyperparameters tuned on the same data without privacy. Not DP.
+``reference-code``
+    Follows a reference implementation whose accounting is known to overspend.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Mapping
+
+import numpy as np
+
+from ..privacy import Accountant, PrivacyLeakWarning, validate_budget
+
+__all__ = [
+    "TASKS",
+    "INTERPRETATIONS",
+    "Param",
+    "TaskData",
+    "Release",
+    "Decline",
+    "Outcome",
+    "Algorithm",
+]
+
+TASKS = ("sce", "linreg", "mean")
+
+INTERPRETATIONS: dict[str, str] = {
+    "standard": "full (epsilon, delta)-DP argument using only public facts",
+    "data-bounds": "clipping bounds or scales read from the data without privacy (not DP)",
+    "data-hyperparameters": "hyperparameters chosen on the same data without privacy (not DP)",
+    "reference-code": "follows a reference implementation whose accounting overspends (not the stated DP)",
+}
+
+
+@dataclass(frozen=True)
+class Param:
+    """A default hyperparameter and where it comes from."""
+
+    value: Any
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "source": self.source}
+
+
+@dataclass(frozen=True)
+class TaskData:
+    """The private data an algorithm sees.
+
+    Attributes
+    ----------
+    X : ndarray, shape (n, d)
+        Design matrix (sce, linreg) or the columns whose mean is estimated (mean).
+        For weighted instances, rows are already multiplied by sqrt(weight).
+    y : ndarray, shape (n,), or None
+        Outcome (sce, linreg); ``None`` for mean.
+    """
+
+    X: np.ndarray
+    y: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        X = np.asarray(self.X, dtype=float)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
+        if not np.all(np.isfinite(X)):
+            raise ValueError("X contains NaN or infinite values")
+        object.__setattr__(self, "X", X)
+        if self.y is not None:
+            y = np.asarray(self.y, dtype=float).reshape(-1)
+            if y.shape[0] != X.shape[0]:
+                raise ValueError(f"y has {y.shape[0]} rows but X has {X.shape[0]}")
+            if not np.all(np.isfinite(y)):
+                raise ValueError("y contains NaN or infinite values")
+            object.__setattr__(self, "y", y)
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.X.shape[1])
+
+
+@dataclass(frozen=True)
+class Release:
+    """A private release.
+
+    Attributes
+    ----------
+    estimate : ndarray
+        Shape ``(d,)`` for linreg and mean; shape ``(1,)`` for sce.
+    epsilon, delta : float
+        The budget the release guarantees (from the accountant's ledger).
+    ledger : tuple
+        The accountant's entries ``(mechanism, cost, unit, note)``.
+    details : mapping
+        Diagnostics (clipping counts, chosen ranges, ...). Never private data
+        beyond what the released quantities already reveal.
+    """
+
+    estimate: np.ndarray
+    epsilon: float
+    delta: float
+    ledger: tuple = ()
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    released: ClassVar[bool] = True
+
+    def with_details(self, **more: Any) -> "Release":
+        return replace(self, details={**dict(self.details), **more})
+
+
+@dataclass(frozen=True)
+class Decline:
+    """The algorithm declined to release (for example a failed propose-test-release check)."""
+
+    reason: str
+    epsilon: float = 0.0
+    delta: float = 0.0
+    ledger: tuple = ()
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    released: ClassVar[bool] = False
+
+
+Outcome = Release | Decline
+
+
+class Algorithm(ABC):
+    """Base class of every private algorithm.
+
+    Subclasses set the class attributes and implement :meth:`_run`. The public
+    :meth:`run` validates the budget and data, warns when the class is not
+    ``standard``, and checks the shape of the release.
+
+    Class attributes
+    ----------------
+    name : str
+        Registry name (unique within a task).
+    task : str
+        ``"sce"``, ``"linreg"`` or ``"mean"``.
+    citation : str
+        The paper the algorithm comes from.
+    interpretation : str
+        One of :data:`INTERPRETATIONS`.
+    defaults : dict of str to Param
+        Default hyperparameters with their sources.
+    iterative : bool
+        True for inherently iterative algorithms (gradient descent, EM).
+    """
+
+    name: ClassVar[str] = ""
+    task: ClassVar[str] = ""
+    citation: ClassVar[str] = ""
+    interpretation: ClassVar[str] = "standard"
+    summary: ClassVar[str] = ""
+    defaults: ClassVar[dict[str, Param]] = {}
+    iterative: ClassVar[bool] = False
+
+    def __init__(self, **params: Any) -> None:
+        unknown = sorted(set(params) - set(self.defaults))
+        if unknown:
+            raise TypeError(
+                f"{type(self).__name__}: unknown hyperparameter(s) {unknown}; "
+                f"known: {sorted(self.defaults)}"
+            )
+        self.params: dict[str, Any] = {k: p.value for k, p in self.defaults.items()}
+        self.params.update(params)
+
+    def __repr__(self) -> str:
+        changed = {k: v for k, v in self.params.items() if self.defaults[k].value != v}
+        args = ", ".join(f"{k}={v!r}" for k, v in changed.items())
+        return f"{type(self).__name__}({args})"
+
+    @classmethod
+    def metadata(cls) -> dict[str, Any]:
+        """Metadata for listings: name, task, citation, interpretation, defaults."""
+        return {
+            "name": cls.name,
+            "task": cls.task,
+            "citation": cls.citation,
+            "interpretation": cls.interpretation,
+            "summary": cls.summary,
+            "iterative": cls.iterative,
+            "defaults": {k: p.to_dict() for k, p in cls.defaults.items()},
+        }
+
+    def run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator) -> Outcome:
+        """Run the algorithm under an (epsilon, delta) budget.
+
+        Parameters
+        ----------
+        data : TaskData
+            The private data.
+        facts : PublicFacts
+            Public facts about the instance (n, d, names, task, bounds).
+        epsilon, delta : float
+            The budget; the algorithm spends exactly this.
+        rng : numpy.random.Generator
+            The only source of randomness.
+
+        Returns
+        -------
+        Release or Decline
+        """
+        validate_budget(epsilon, delta)
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError("rng must be a numpy.random.Generator (seed it for reproducible releases)")
+        if self.interpretation != "standard":
+            warnings.warn(
+                f"algorithm {self.name!r} is of class {self.interpretation!r}: "
+                f"{INTERPRETATIONS.get(self.interpretation, 'no full DP argument')}",
+                PrivacyLeakWarning,
+                stacklevel=2,
+            )
+        out = self._run(data, facts, float(epsilon), float(delta), rng)
+        if isinstance(out, Release):
+            est = np.asarray(out.estimate, dtype=float).reshape(-1)
+            expected = 1 if self.task == "sce" else data.d
+            if est.shape[0] != expected:
+                raise ValueError(
+                    f"algorithm {self.name!r} returned an estimate of length {est.shape[0]}, expected {expected}"
+                )
+            out = replace(out, estimate=est)
+        elif not isinstance(out, Decline):
+            raise TypeError(f"algorithm {self.name!r} returned {type(out).__name__}, not Release or Decline")
+        return out
+
+    @abstractmethod
+    def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator) -> Outcome:
+        """Implementation; ``run`` has validated the inputs."""
+
+    # helpers for subclasses -------------------------------------------------
+
+    @staticmethod
+    def release(estimate: Any, accountant: Accountant, **details: Any) -> Release:
+        """Build a :class:`Release` from an accountant that must be exhausted."""
+        if not accountant.exhausted():
+            raise RuntimeError(
+                f"privacy accounting: spent {accountant.spent:.6g} of {accountant.capacity:.6g} "
+                f"{accountant.unit}; an algorithm must spend exactly its budget"
+            )
+        return Release(
+            estimate=np.atleast_1d(np.asarray(estimate, dtype=float)),
+            epsilon=accountant.epsilon,
+            delta=accountant.delta,
+            ledger=tuple((s.mechanism, s.cost, s.unit, s.note) for s in accountant.ledger),
+            details=details,
+        )
+
+    @staticmethod
+    def decline(reason: str, accountant: Accountant | None = None, **details: Any) -> Decline:
+        """Build a :class:`Decline`; the budget spent so far is recorded."""
+        if accountant is None:
+            return Decline(reason=reason, details=details)
+        eps, dlt = accountant.achieved()
+        return Decline(
+            reason=reason,
+            epsilon=float(eps),
+            delta=float(dlt),
+            ledger=tuple((s.mechanism, s.cost, s.unit, s.note) for s in accountant.ledger),
+            details=details,
+        )
+
+
+def finite_or_nan(x: float) -> float:
+    """Return ``x`` if finite else NaN (helper for diagnostics)."""
+    return float(x) if math.isfinite(x) else float("nan")

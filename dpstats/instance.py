@@ -1,0 +1,419 @@
+"""Instances: a manifest entry turned into a design matrix, an outcome and public facts.
+
+:func:`build_instance` applies the formula (patsy, so column names are those of
+statsmodels' formula interface), drops rows with missing values (and reports
+the count), drops collinear dummy columns the way R's ``lm`` does (and reports
+them), and collects the public facts an algorithm may use for free.
+
+Examples
+--------
+>>> from dpstats.corpus import Corpus
+>>> inst = Corpus.public().instance("mroz87_lwage")
+>>> inst.facts.columns
+('Intercept', 'educ', 'exper', 'expersq')
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+import patsy
+
+from .algorithms.base import TaskData
+from .corpus import InstanceSpec
+from .errors import InstanceError
+
+__all__ = ["PublicFacts", "Instance", "build_instance", "design_from_formula", "COLLINEAR_TOL"]
+
+#: relative tolerance for collinearity, as R's ``lm`` (``qr(tol = 1e-7)``)
+COLLINEAR_TOL = 1e-7
+
+_EVAL_NS = {"np": np, "log": np.log, "exp": np.exp, "sqrt": np.sqrt, "abs": np.abs}
+
+
+@dataclass(frozen=True)
+class PublicFacts:
+    """What an algorithm may know about an instance without spending privacy.
+
+    Attributes
+    ----------
+    instance, study, task : str
+    n, d : int
+        Rows and columns of the design (sce, linreg) or of the mean columns.
+    columns : tuple of str
+        Design column names (statsmodels naming) or the mean columns.
+    outcome : str or None
+        Outcome name (sce, linreg).
+    coefficient : str or None
+        The coefficient of interest (sce).
+    coef_index : int or None
+        Its position in ``columns``.
+    bounds : mapping of str to (float, float)
+        Public ranges: manifest ``bounds`` mapped to design columns, the
+        outcome and mean columns, plus ``[1, 1]`` for the intercept and
+        ``[0, 1]`` for dummy columns of categorical terms.
+    dummies : tuple of str
+        Design columns that are 0/1 dummies by construction (categorical terms).
+    intercept : bool
+        Whether the design has an intercept column.
+    """
+
+    instance: str
+    study: str
+    task: str
+    n: int
+    d: int
+    columns: tuple[str, ...]
+    outcome: str | None = None
+    coefficient: str | None = None
+    coef_index: int | None = None
+    bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    dummies: tuple[str, ...] = ()
+    intercept: bool = False
+
+    def column_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Arrays ``(lo, hi)`` over ``columns``; ``-inf``/``inf`` where no public bound is known."""
+        lo = np.array([self.bounds.get(c, (-np.inf, np.inf))[0] for c in self.columns], dtype=float)
+        hi = np.array([self.bounds.get(c, (-np.inf, np.inf))[1] for c in self.columns], dtype=float)
+        return lo, hi
+
+    def outcome_bounds(self) -> tuple[float, float] | None:
+        """Public range of the outcome, if the manifest gives one."""
+        if self.outcome is None:
+            return None
+        return self.bounds.get(self.outcome)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "instance": self.instance, "study": self.study, "task": self.task, "n": self.n, "d": self.d,
+            "columns": list(self.columns), "outcome": self.outcome, "coefficient": self.coefficient,
+            "coef_index": self.coef_index, "bounds": {k: list(v) for k, v in self.bounds.items()},
+            "dummies": list(self.dummies), "intercept": self.intercept,
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class Instance:
+    """A problem instance: private data plus public facts.
+
+    Attributes
+    ----------
+    spec : InstanceSpec
+        The manifest entry.
+    facts : PublicFacts
+    X : ndarray, shape (n, d)
+        Design matrix (sce, linreg) or the mean columns (mean), unweighted.
+    y : ndarray or None
+    weights : ndarray or None
+        Analytic weights (weighted least squares).
+    clusters : ndarray or None
+        Cluster labels for ``cluster:<col>`` standard errors.
+    frame : DataFrame
+        The rows used, with the variables the instance uses (for refitting in R).
+    dropped_missing : int
+        Rows dropped for a missing value in a variable the instance uses.
+    dropped_collinear : tuple of str
+        Dummy columns dropped as collinear.
+    nested_columns : tuple of int
+        Columns of categorical terms nested in the clusters (not counted in k for CR1).
+    out_of_bounds : mapping of str to int
+        Count of values outside the manifest ``bounds`` per column (the data
+        are not changed; private algorithms clip).
+    """
+
+    spec: InstanceSpec
+    facts: PublicFacts
+    X: np.ndarray
+    y: np.ndarray | None
+    weights: np.ndarray | None
+    clusters: np.ndarray | None
+    frame: pd.DataFrame
+    dropped_missing: int
+    dropped_collinear: tuple[str, ...] = ()
+    nested_columns: tuple[int, ...] = ()
+    out_of_bounds: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def task(self) -> str:
+        return self.spec.task
+
+    @property
+    def n(self) -> int:
+        return self.facts.n
+
+    @property
+    def d(self) -> int:
+        return self.facts.d
+
+    def task_data(self) -> TaskData:
+        """The data an algorithm sees; weighted rows are multiplied by sqrt(weight)."""
+        if self.weights is None:
+            return TaskData(self.X, self.y)
+        sw = np.sqrt(self.weights)
+        return TaskData(self.X * sw[:, None], None if self.y is None else self.y * sw)
+
+    def __repr__(self) -> str:
+        return f"Instance({self.id!r}, task={self.task!r}, n={self.n}, d={self.d})"
+
+
+def _independent_columns(X: np.ndarray, tol: float = COLLINEAR_TOL) -> np.ndarray:
+    """Boolean mask of columns kept by a left-to-right rank check (R's lm semantics).
+
+    A column is aliased when its residual after projection on the columns to
+    its left is below ``tol`` times its norm.
+    """
+    norms = np.linalg.norm(X, axis=0)
+    keep = np.zeros(X.shape[1], dtype=bool)
+    if X.shape[1] == 0:
+        return keep
+    # Householder QR without pivoting: |R_jj| is the residual norm of column j
+    # after projection on columns 0..j-1.
+    r = np.linalg.qr(X, mode="r")
+    diag = np.abs(np.diag(r)) if r.shape[0] >= X.shape[1] else np.r_[np.abs(np.diag(r)), np.zeros(X.shape[1] - r.shape[0])]
+    keep = (diag > tol * np.maximum(norms, 1e-300)) & (norms > 0)
+    if keep.all():
+        return keep
+    # refine sequentially: a column aliased with an earlier aliased column may
+    # look independent after it; recompute on the kept set
+    kept: list[int] = []
+    for j in range(X.shape[1]):
+        cand = kept + [j]
+        if norms[j] == 0:
+            continue
+        rr = np.linalg.qr(X[:, cand], mode="r")
+        if abs(rr[-1, -1]) > tol * norms[j]:
+            kept.append(j)
+    out = np.zeros(X.shape[1], dtype=bool)
+    out[kept] = True
+    return out
+
+
+def _formula_variables(info: Any, columns: pd.Index) -> set[str]:
+    """Data columns that a design's factors refer to (for refitting elsewhere)."""
+    import ast
+
+    names: set[str] = set()
+    for f in info.factor_infos:
+        try:
+            tree = ast.parse(f.code, mode="eval")
+        except SyntaxError:
+            continue
+        names.update(node.id for node in ast.walk(tree) if isinstance(node, ast.Name))
+    return {c for c in columns if c in names}
+
+
+def design_from_formula(formula: str, data: pd.DataFrame):
+    """Build ``(y, X)`` with patsy (statsmodels' naming), dropping rows with missing values.
+
+    Returns
+    -------
+    y : DataFrame, X : DataFrame
+        With ``X.design_info`` attached.
+    """
+    env = patsy.EvalEnvironment([_EVAL_NS])
+    return patsy.dmatrices(formula, data, eval_env=env, NA_action="drop", return_type="dataframe")
+
+
+def _formula_error(spec: InstanceSpec, exc: Exception, data: pd.DataFrame) -> InstanceError:
+    msg = str(exc).splitlines()[0]
+    if isinstance(exc, patsy.PatsyError) and "Error evaluating factor" in str(exc):
+        missing = [ln for ln in str(exc).splitlines() if "NameError" in ln or "not defined" in ln]
+        if missing:
+            msg = f"missing column: {missing[0].strip()}"
+    return spec.error("formula", f"{spec.formula!r} cannot be built: {msg}")
+
+
+def build_instance(spec: InstanceSpec, data: pd.DataFrame) -> Instance:
+    """Turn an instance spec and its dataset into an :class:`Instance`.
+
+    Raises
+    ------
+    InstanceError
+        Missing column, unparsable formula, non-numeric outcome, coefficient not
+        in the design, rank-deficient design (other than dummy columns, which are
+        dropped and reported), n <= d, a single cluster, non-positive weights.
+    """
+    if spec.task == "mean":
+        return _build_mean(spec, data)
+    return _build_regression(spec, data)
+
+
+def _err(spec: InstanceSpec, fld: str | None, msg: str) -> InstanceError:
+    return InstanceError(msg, file=spec.manifest, instance=spec.id, field=fld)
+
+
+def _numeric(spec: InstanceSpec, fld: str, s: pd.Series, name: str) -> np.ndarray:
+    if s.dtype == bool:
+        return s.to_numpy(dtype=float)
+    if not pd.api.types.is_numeric_dtype(s):
+        raise _err(spec, fld, f"column {name!r} is not numeric (dtype {s.dtype})")
+    return s.to_numpy(dtype=float)
+
+
+def _build_mean(spec: InstanceSpec, data: pd.DataFrame) -> Instance:
+    missing = [c for c in spec.columns if c not in data.columns]
+    if missing:
+        raise _err(spec, "columns", f"missing column(s) {missing} in dataset {spec.dataset!r}")
+    sub = data[list(spec.columns)]
+    mask = sub.notna().all(axis=1).to_numpy()
+    sub = sub.loc[mask].reset_index(drop=True)
+    X = np.column_stack([_numeric(spec, "columns", sub[c], c) for c in spec.columns])
+    if not np.all(np.isfinite(X)):
+        raise _err(spec, "columns", "infinite values in the mean columns")
+    n, d = X.shape
+    if n < 2:
+        raise _err(spec, "columns", f"only {n} complete row(s)")
+    bounds = {c: spec.bounds[c] for c in spec.columns if c in spec.bounds}
+    unknown = sorted(set(spec.bounds) - set(spec.columns))
+    if unknown:
+        raise _err(spec, f"bounds.{unknown[0]}", f"bounds name column(s) {unknown} not among the mean columns")
+    facts = PublicFacts(instance=spec.id, study=spec.study, task="mean", n=n, d=d, columns=tuple(spec.columns), bounds=bounds)
+    return Instance(
+        spec=spec, facts=facts, X=X, y=None, weights=None, clusters=None, frame=sub,
+        dropped_missing=int((~mask).sum()), out_of_bounds=_out_of_bounds(X, facts.columns, bounds),
+    )
+
+
+def _out_of_bounds(X: np.ndarray, columns: tuple[str, ...], bounds: Mapping[str, tuple[float, float]]) -> dict[str, int]:
+    out = {}
+    for j, c in enumerate(columns):
+        if c in bounds:
+            lo, hi = bounds[c]
+            k = int(np.sum((X[:, j] < lo) | (X[:, j] > hi)))
+            if k:
+                out[c] = k
+    return out
+
+
+def _build_regression(spec: InstanceSpec, data: pd.DataFrame) -> Instance:
+    formula = spec.formula or ""
+    for fe in spec.fixed_effects:
+        if fe not in data.columns:
+            raise _err(spec, "fixed_effects", f"missing column {fe!r} in dataset {spec.dataset!r}")
+        formula += f" + C({fe})"
+    extra: list[str] = []
+    if spec.weights:
+        if spec.weights not in data.columns:
+            raise _err(spec, "weights", f"missing column {spec.weights!r} in dataset {spec.dataset!r}")
+        extra.append(spec.weights)
+    cluster_col = spec.se.split(":", 1)[1] if spec.se.startswith("cluster:") else None
+    if cluster_col:
+        if cluster_col not in data.columns:
+            raise _err(spec, "se", f"cluster column {cluster_col!r} is not in dataset {spec.dataset!r}")
+        extra.append(cluster_col)
+    # rows missing a weight or a cluster are dropped as well
+    base = data
+    if extra:
+        base = data.loc[data[extra].notna().all(axis=1)]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ydf, Xdf = design_from_formula(formula, base)
+    except (patsy.PatsyError, SyntaxError, NameError, TypeError, ValueError, KeyError) as exc:
+        raise _formula_error(spec, exc, data) from None
+    if ydf.shape[1] != 1:
+        raise _err(spec, "formula", f"outcome {formula.split('~')[0].strip()!r} is not numeric (it expands to {ydf.shape[1]} columns)")
+    outcome = ydf.columns[0]
+    rows = Xdf.index
+    dropped_missing = int(len(data) - len(rows))
+    info = Xdf.design_info
+    names = list(Xdf.columns)
+    # dummy columns: columns of terms whose factors are all categorical
+    dummy_cols: set[int] = set()
+    cat_terms: dict[str, list[int]] = {}
+    for term, sl in info.term_slices.items():
+        if not term.factors:
+            continue
+        if all(info.factor_infos[f].type == "categorical" for f in term.factors):
+            idx = list(range(sl.start, sl.stop))
+            dummy_cols.update(idx)
+            if len(term.factors) == 1:
+                cat_terms[term.name()] = idx
+    X = Xdf.to_numpy(dtype=float)
+    y = ydf.to_numpy(dtype=float).reshape(-1)
+    if not np.all(np.isfinite(X)) or not np.all(np.isfinite(y)):
+        raise _err(spec, "formula", "the design or outcome has infinite values (log of 0?)")
+    intercept = "Intercept" in names
+    # collinearity (R's lm: drop aliased columns left to right)
+    keep = _independent_columns(X)
+    dropped = [names[j] for j in np.flatnonzero(~keep)]
+    bad = [names[j] for j in np.flatnonzero(~keep) if j not in dummy_cols]
+    if bad:
+        raise _err(spec, "formula", f"rank-deficient design: column(s) {bad} are collinear with the columns before them")
+    if dropped:
+        old = np.flatnonzero(keep)
+        remap = {int(o): i for i, o in enumerate(old)}
+        X = X[:, keep]
+        names = [names[j] for j in old]
+        dummy_cols = {remap[j] for j in dummy_cols if j in remap}
+        cat_terms = {t: [remap[j] for j in idx if j in remap] for t, idx in cat_terms.items()}
+    n, d = X.shape
+    if n <= d:
+        raise _err(spec, "formula", f"n = {n} rows is not more than d = {d} columns")
+    coef_index = None
+    if spec.task == "sce":
+        if spec.coefficient not in names:
+            hint = "; it was dropped as collinear" if spec.coefficient in dropped else ""
+            raise _err(spec, "coefficient", f"{spec.coefficient!r} is not a design column{hint}; columns: {names}")
+        coef_index = names.index(spec.coefficient)
+    weights = None
+    if spec.weights:
+        weights = _numeric(spec, "weights", data.loc[rows, spec.weights], spec.weights)
+        if np.any(weights <= 0) or not np.all(np.isfinite(weights)):
+            raise _err(spec, "weights", "weights must be positive and finite (filter zero-weight rows with the dataset query)")
+    clusters = None
+    nested: list[int] = []
+    if cluster_col:
+        clusters = data.loc[rows, cluster_col].to_numpy()
+        g = len(pd.unique(clusters))
+        if g < 2:
+            raise _err(spec, "se", f"cluster column {cluster_col!r} has {g} cluster(s); CR1 needs at least 2")
+        cl_codes = pd.factorize(clusters)[0]
+        for term, idx in cat_terms.items():
+            if not idx:
+                continue
+            # the term's levels are nested in clusters when each level lies in one cluster
+            levels = np.argmax(np.c_[np.zeros(n), X[:, idx]], axis=1)  # 0 = base level
+            df_ = pd.DataFrame({"lvl": levels, "cl": cl_codes})
+            if (df_.groupby("lvl")["cl"].nunique() == 1).all():
+                nested.extend(idx)
+    # public bounds mapped to design columns
+    var_bounds = dict(spec.bounds)
+    known_vars = set(data.columns)
+    unknown = sorted(set(var_bounds) - known_vars - set(names))
+    if unknown:
+        raise _err(spec, f"bounds.{unknown[0]}", f"bounds name column(s) {unknown} not in the dataset or design")
+    bounds: dict[str, tuple[float, float]] = {}
+    for j, c in enumerate(names):
+        if c in var_bounds:
+            bounds[c] = var_bounds[c]
+        elif c == "Intercept":
+            bounds[c] = (1.0, 1.0)
+        elif j in dummy_cols:
+            bounds[c] = (0.0, 1.0)
+    if outcome in var_bounds:
+        bounds[outcome] = var_bounds[outcome]
+    used_vars = (
+        _formula_variables(info, data.columns) | _formula_variables(ydf.design_info, data.columns)
+        | set(spec.fixed_effects) | set(extra)
+    )
+    frame = data.loc[rows, [c for c in data.columns if c in used_vars]].reset_index(drop=True)
+    facts = PublicFacts(
+        instance=spec.id, study=spec.study, task=spec.task, n=n, d=d, columns=tuple(names), outcome=outcome,
+        coefficient=spec.coefficient, coef_index=coef_index, bounds=bounds,
+        dummies=tuple(names[j] for j in sorted(dummy_cols)), intercept=intercept,
+    )
+    oob = _out_of_bounds(np.column_stack([X, y]), tuple(names) + (outcome,), bounds)
+    return Instance(
+        spec=spec, facts=facts, X=X, y=y, weights=weights, clusters=clusters, frame=frame,
+        dropped_missing=dropped_missing, dropped_collinear=tuple(dropped), nested_columns=tuple(sorted(nested)),
+        out_of_bounds=oob,
+    )
