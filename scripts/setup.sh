@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Set up everything dpstats needs on a fresh Debian machine (Python 3.11, root):
+#   - Debian packages: R 4.2 with sandwich, clubSandwich, reticulate, testthat
+#     (for the R engine and the R package) and Chromium (for the report's page tests);
+#   - a virtual environment .venv with dpstats installed in editable mode with
+#     all extras, pinned by requirements/constraints.txt.
+# Idempotent: a second run installs nothing new.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(r-base-core r-cran-sandwich r-cran-clubsandwich r-cran-reticulate r-cran-testthat chromium chromium-driver)
+if [ "${DPSTATS_SKIP_APT:-0}" != "1" ]; then
+  missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    SUDO=""; [ "$(id -u)" = "0" ] || SUDO="sudo"
+    echo "setup: installing Debian packages: ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $($PY --version)"
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -c requirements/constraints.txt -e ".[dev]"
+echo "setup: done ($(.venv/bin/python -c 'import dpstats; print("dpstats", dpstats.__version__)'))"
