@@ -222,7 +222,9 @@ def test_success_rates_and_instance_success():
     inst = ev.instance_success(df, 1.0).set_index("instance")
     assert inst.loc["i1", "success"] == 0.5 and inst.loc["i2", "trials"] == 2
     assert ev.tau_at(df, 0.75, "sce", 1.0)["a"] == 1.5
-    assert ev.tau_at(df, 0.3, "sce", 1.0)["a"] == 0.5
+    assert ev.tau_at(df, 0.25, "sce", 1.0)["a"] == 0.5
+    assert ev.tau_at(df, 0.3, "sce", 1.0)["a"] == 1.0
+    assert math.isinf(ev.tau_at(df, 0.8, "sce", 1.0)["a"])
 
 
 # --------------------------------------------------------------------------
@@ -250,7 +252,7 @@ def corpora(draw, max_algorithms=3):
     return pd.concat(frames, ignore_index=True)
 
 
-SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -307,12 +309,12 @@ def test_replicating_trials_or_instances_changes_nothing(df, k):
 def test_worse_trials_never_improve_tau50(df, data):
     i = data.draw(st.integers(0, len(df) - 1))
     worse = df.copy()
-    worse.loc[i, "status"] = data.draw(st.sampled_from(["error", "timeout", "ok"]))
-    if worse.loc[i, "status"] == "ok":
-        worse.loc[i, "ratio"] = float(df.loc[i, "ratio"]) * 2 + 1 if df.loc[i, "status"] == "ok" else df.loc[i, "ratio"]
+    if df.loc[i, "status"] == "ok" and data.draw(st.booleans()):
+        worse.loc[i, "ratio"] = float(df.loc[i, "ratio"]) * 2 + 1   # a larger error
+    else:
+        worse.loc[i, "status"] = data.draw(st.sampled_from(ev.FAILURE_STATUSES))
     a = ev.leaderboard(df).query("slice == 'all'").iloc[0]
     b = ev.leaderboard(worse).query("slice == 'all'").iloc[0]
-    assert ev.rank_key(b.tau50, b.reaches, 0) >= ev.rank_key(a.tau50, a.reaches, 0)[:2] + (0,) or b.tau50 >= a.tau50
     assert b.tau50 >= a.tau50
     assert b.reaches <= a.reaches
 
