@@ -267,14 +267,14 @@ def select_algorithms(names: Sequence[str] | None, tasks: Sequence[str]) -> list
     ----------
     names : sequence of str or None
         Registry names (taken in every listed task that has them) or
-        ``module:object`` plugins (run on their own task). None: every
-        registered algorithm of the tasks.
+        ``module:object`` plugins (run on their own task if it is listed).
+        None: every registered algorithm of the tasks.
     tasks : sequence of str
 
     Raises
     ------
     ValueError
-        A name that no selected task has, or a plugin of another task.
+        A name that no selected task has, or nothing left to run.
     """
     from .algorithms import get, list_algorithms, load_plugin
 
@@ -294,9 +294,8 @@ def select_algorithms(names: Sequence[str] | None, tasks: Sequence[str]) -> list
     for name in names:
         if ":" in name:
             cls = load_plugin(name)
-            if cls.task not in tasks:
-                raise ValueError(f"plugin {name!r} is a {cls.task} algorithm, but the tasks are {list(tasks)}")
-            add(cls, name)
+            if cls.task in tasks:  # a plugin of a task not selected is left out
+                add(cls, name)
             continue
         found = False
         for task in tasks:
@@ -309,6 +308,8 @@ def select_algorithms(names: Sequence[str] | None, tasks: Sequence[str]) -> list
         if not found:
             known = sorted({c.name for t in tasks for c in list_algorithms(t)})
             raise ValueError(f"no algorithm {name!r} for task(s) {list(tasks)}; known: {', '.join(known) or 'none'}")
+    if not out:
+        raise ValueError(f"none of the algorithms {list(names)} is for the task(s) {list(tasks)}")
     return out
 
 
@@ -454,7 +455,7 @@ def _run_dask(jobs: list[Job], address: str, limits: Limits, on_result: Callable
     try:
         nworkers = sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values())
         futures = [client.submit(_dask_job, job, limits, pure=False, priority=-i) for i, job in enumerate(jobs)]
-        for fut in as_completed(futures):
+        for fut in as_completed(futures, loop=client.loop):
             info, results = fut.result()
             if info is not None:
                 on_ready(info)

@@ -547,7 +547,7 @@ BLAS_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREAD
             "VECLIB_MAXIMUM_THREADS": "1", "NUMEXPR_NUM_THREADS": "1"}
 
 
-def _worker_setup(parent: int) -> None:
+def _worker_setup(parent: int, crash_log: str | None = None) -> None:
     _set_pdeathsig()
     if os.getppid() != parent:  # the parent died before prctl
         os._exit(1)
@@ -561,6 +561,12 @@ def _worker_setup(parent: int) -> None:
     warnings.resetwarnings()
     warnings.simplefilter("ignore")
     _limit_blas_threads(1)
+    import faulthandler
+
+    faulthandler.disable()  # an inherited handler may write to the supervisor's terminal
+    if crash_log:
+        # a fatal signal writes the Python stack here; the supervisor reports its innermost frame
+        faulthandler.enable(open(crash_log, "w"))
 
 
 def _worker_loop(conn: Connection) -> None:
@@ -596,11 +602,11 @@ def _worker_loop(conn: Connection) -> None:
         conn.send(("finished",))
 
 
-def _spawn_entry(fd: int, parent: int) -> None:
+def _spawn_entry(fd: int, parent: int, crash_log: str = "") -> None:
     """Entry point of a spawned worker (``python -c``): a fresh interpreter."""
     sock = socket.socket(fileno=fd)
     conn = Connection(sock.detach())
-    _worker_setup(parent)
+    _worker_setup(parent, crash_log or None)
     try:
         hello = conn.recv()  # ("path", sys.path of the parent)
         if hello[0] == "path":
@@ -633,6 +639,8 @@ class _Worker:
         self.loaded: set[tuple[str, str]] = set()
         self.popen: subprocess.Popen | None = None
         self.stderr_path: str | None = None
+        fd, self.crash_log = tempfile.mkstemp(prefix="dpstats-crash-", suffix=".txt")
+        os.close(fd)
         if method == "fork":
             self._start_fork(inherited)
         elif method == "spawn":
@@ -657,7 +665,7 @@ class _Worker:
                         pass
                 os.setpgid(0, 0)
                 conn = Connection(b.detach())
-                _worker_setup(parent)
+                _worker_setup(parent, self.crash_log)
                 _worker_loop(conn)
             finally:
                 os._exit(0)
@@ -679,9 +687,10 @@ class _Worker:
         with tempfile.NamedTemporaryFile(prefix="dpstats-worker-", suffix=".log", delete=False) as err:
             self.stderr_path = err.name
             code = ("import sys; from dpstats.trial import _spawn_entry; "
-                    "_spawn_entry(int(sys.argv[1]), int(sys.argv[2]))")
+                    "_spawn_entry(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])")
             self.popen = subprocess.Popen(
-                [sys.executable, "-c", code, str(fd), str(os.getpid())], pass_fds=(fd,), start_new_session=True,
+                [sys.executable, "-c", code, str(fd), str(os.getpid()), self.crash_log], pass_fds=(fd,),
+                start_new_session=True,
                 env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
             )
         b.close()
@@ -734,15 +743,35 @@ class _Worker:
             return (0, os.WTERMSIG(status))
         return (os.WEXITSTATUS(status) if os.WIFEXITED(status) else 0, 0)
 
-    @staticmethod
-    def describe_end(end: tuple[int, int]) -> tuple[str, str]:
+    def describe_end(self, end: tuple[int, int]) -> tuple[str, str]:
         """(status, message) for a worker that ended during a trial."""
         code, sig = end
         if sig == signal.SIGKILL:
             return "memory", "worker process killed by SIGKILL (by the out-of-memory killer, most likely)"
         if sig:
-            return "error", f"worker process killed by signal {sig} ({_signal_name(sig)})"
+            return "error", f"worker process killed by signal {sig} ({_signal_name(sig)}){self._crash_frame()}"
         return "error", f"worker process exited with status {code}"
+
+    def _crash_frame(self) -> str:
+        """`` at file:line in function`` of the innermost Python frame of a fatal-signal dump."""
+        if not self.crash_log:
+            return ""
+        try:
+            text = Path(self.crash_log).read_text(errors="replace")
+        except OSError:
+            return ""
+        for line in text.splitlines():
+            line = line.strip()
+            if line.startswith("File "):
+                try:
+                    fname = line.split('"')[1]
+                    rest = line.split('"', 2)[2]  # , line N in func
+                    lineno = rest.split("line", 1)[1].split()[0]
+                    func = rest.rsplit(" in ", 1)[1]
+                    return f" (at {Path(fname).name}:{lineno} in {func})"
+                except IndexError:
+                    return ""
+        return ""
 
     def kill(self) -> tuple[int, int] | None:
         """Kill the worker's process group and reap it."""
@@ -765,12 +794,14 @@ class _Worker:
             self.conn.close()
         except OSError:
             pass
-        if self.stderr_path:
-            try:
-                os.unlink(self.stderr_path)
-            except OSError:
-                pass
-            self.stderr_path = None
+        for attr in ("stderr_path", "crash_log"):
+            path = getattr(self, attr)
+            if path:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+                setattr(self, attr, None)
 
     def stop(self) -> None:
         """Ask an idle worker to exit; kill it if it does not within 2 s."""
@@ -983,10 +1014,10 @@ class WorkerPool:
     def _ended(self, w: _Worker, end: tuple[int, int], now: float, pending: deque[Job],
                on_result: Callable[[TrialResult], None], failures: dict[tuple[str, str], int]) -> None:
         job, state = w.job, w.state
+        status, message = w.describe_end(end)
         w.close()
         if job is None or state == "idle":
             return
-        status, message = w.describe_end(end)
         if state == "trial":
             assert w.info is not None
             on_result(_failure(w.info, job.algorithm, job.trials[w.index], status, message, now - w.t_start,

@@ -226,8 +226,8 @@ class ReturnsNone(_TestAlgorithm):
 HOSTILE = {
     "tests.plugins_hostile:SleepForever": ("timeout", "time limit"),
     "tests.plugins_hostile:MemoryHog": ("memory", "MemoryError"),
-    "tests.plugins_hostile:Aborts": ("error", "SIGABRT"),
-    "tests.plugins_hostile:Segfaults": ("error", "SIGSEGV"),
+    "tests.plugins_hostile:Aborts": ("error", "signal 6 (SIGABRT) (at plugins_hostile.py"),
+    "tests.plugins_hostile:Segfaults": ("error", "signal 11 (SIGSEGV) (at "),
     "tests.plugins_hostile:HardExit": ("error", "exited with status 3"),
     "tests.plugins_hostile:Raises": ("error", "RuntimeError: boom at epsilon=1.0"),
     "tests.plugins_hostile:ReturnsNaN": ("error", "non-finite estimate"),
