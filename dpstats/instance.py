@@ -167,33 +167,29 @@ class Instance:
 def _independent_columns(X: np.ndarray, tol: float = COLLINEAR_TOL) -> np.ndarray:
     """Boolean mask of columns kept by a left-to-right rank check (R's lm semantics).
 
-    A column is aliased when its residual after projection on the columns to
-    its left is below ``tol`` times its norm.
+    A column is aliased when its residual after projection on the kept columns
+    to its left is below ``tol`` times its norm. One Householder QR without
+    pivoting gives every residual norm as ``|R_jj|``; aliased columns are
+    removed and the check repeated on the rest until it is stable (so that a
+    nearly aliased column cannot lend its rounding noise to later columns).
     """
     norms = np.linalg.norm(X, axis=0)
-    keep = np.zeros(X.shape[1], dtype=bool)
-    if X.shape[1] == 0:
-        return keep
-    # Householder QR without pivoting: |R_jj| is the residual norm of column j
-    # after projection on columns 0..j-1.
-    r = np.linalg.qr(X, mode="r")
-    diag = np.abs(np.diag(r)) if r.shape[0] >= X.shape[1] else np.r_[np.abs(np.diag(r)), np.zeros(X.shape[1] - r.shape[0])]
-    keep = (diag > tol * np.maximum(norms, 1e-300)) & (norms > 0)
-    if keep.all():
-        return keep
-    # refine sequentially: a column aliased with an earlier aliased column may
-    # look independent after it; recompute on the kept set
-    kept: list[int] = []
-    for j in range(X.shape[1]):
-        cand = kept + [j]
-        if norms[j] == 0:
-            continue
-        rr = np.linalg.qr(X[:, cand], mode="r")
-        if abs(rr[-1, -1]) > tol * norms[j]:
-            kept.append(j)
-    out = np.zeros(X.shape[1], dtype=bool)
-    out[kept] = True
-    return out
+    keep = norms > 0
+    for _ in range(X.shape[1] + 1):
+        idx = np.flatnonzero(keep)
+        if idx.size == 0:
+            break
+        r = np.linalg.qr(X[:, idx], mode="r")
+        diag = np.zeros(idx.size)
+        m = min(r.shape)
+        diag[:m] = np.abs(np.diag(r)[:m])
+        ok = diag > tol * norms[idx]
+        if ok.all():
+            break
+        # a column in the span of earlier columns stays in the span of the
+        # earlier kept ones, so every flagged column can go at once
+        keep[idx[~ok]] = False
+    return keep
 
 
 def _formula_variables(info: Any, columns: pd.Index) -> set[str]:
