@@ -829,7 +829,15 @@ def _git_commit() -> str | None:
         r = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
-    return r.stdout.strip() or None if r.returncode == 0 else None
+    if r.returncode != 0 or not r.stdout.strip():
+        return None
+    commit = r.stdout.strip()
+    try:
+        st = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", "dpstats"],
+                            capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return commit
+    return commit + ("-dirty" if st.stdout.strip() else "")
 
 
 def corpus_instance_table(corpus: Any) -> tuple[pd.DataFrame, list[str]]:
@@ -946,9 +954,10 @@ def build_release(out: str | os.PathLike[str], results: Sequence[str | os.PathLi
         t = trials.copy()
         idx = t["instance"].astype(str)
         ok = idx.isin(known.index)
-        for col in ("study", "task", "n", "d"):
-            ref = idx.map(known[col])
-            ok &= t[col].astype(str) == ref.astype(str)
+        for col in ("study", "task"):
+            ok &= t[col].astype(str) == idx.map(known[col]).astype(str)
+        for col in ("n", "d"):
+            ok &= pd.to_numeric(t[col], errors="coerce").to_numpy() == idx.map(known[col]).astype(float).to_numpy()
         dropped = int((~ok).sum())
         trials = t[ok]
     files = {"instances.csv": folder / "instances.csv"}
@@ -1072,7 +1081,11 @@ def cmd_release(args: argparse.Namespace) -> int:
         if not paths:
             print(f"dpstats: no results at {_default_results()}; the bundle has no trials", file=sys.stderr)
     corpus = Corpus(args.corpus) if args.corpus else None
-    res = build_release(args.out, results=paths, corpus=corpus, name=args.name)
+    try:
+        res = build_release(args.out, results=paths, corpus=corpus, name=args.name)
+    except FileNotFoundError as exc:
+        print(f"dpstats: {exc}", file=sys.stderr)
+        return 2
     m = res["manifest"]
     print(f"{m['corpus']['instances']} instances, {m['trials']['rows']} trials "
           f"({res['dropped']} left out: not in the public corpus) -> {res['folder']} and {res['zip']}")
