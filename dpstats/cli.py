@@ -188,7 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
     pa.set_defaults(func=cmd_algorithms)
 
     _load_extra_commands()
-    for name, (add, handler) in COMMANDS.items():
+    # the registry lives in the module dpstats.cli, also when this file runs as __main__
+    from dpstats import cli as registry
+
+    for name, (add, handler) in registry.COMMANDS.items():
         q = add(sub)
         q.set_defaults(func=handler)
     return p

@@ -1,0 +1,7 @@
+"""``python -m dpstats`` runs the command line."""
+
+import sys
+
+from dpstats.cli import main
+
+sys.exit(main())
