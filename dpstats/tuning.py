@@ -1,0 +1,593 @@
+"""Hyperparameter tuning on the public corpus, separately at each privacy level.
+
+``dpstats tune ALGORITHM --epsilon E`` tunes one algorithm at one privacy
+level:
+
+1. **Split by study.** The public-corpus studies that have instances of the
+   task are shuffled with ``--seed``; optionally only the first
+   ``--max-studies`` are kept (the seeded subset); the first half (rounded
+   up) are the *training* studies, the rest the *held-out* studies. All
+   instances of a study fall on the same side.
+2. **Grid.** If the algorithm class declares ``grid`` (a mapping from
+   hyperparameter names to lists of values), the candidates are the
+   Cartesian product of those lists (the default configuration is always a
+   candidate). Otherwise the *scaling rule* applies: each numeric
+   hyperparameter in turn (the others at their defaults) takes its default
+   times 0.5 and times 2; a default in (0, 1) -- a share, probability or
+   quantile -- has its odds ``v / (1 - v)`` scaled instead, so that it stays
+   in (0, 1); integers are rounded (at least 1); booleans, strings, zero and
+   negative values are left alone. At most :data:`MAX_CONFIGS` candidates.
+3. **Train.** Every candidate runs ``--trials`` trials per training
+   instance (in this process, trial ``t`` with ``numpy.random.default_rng([seed,
+   t])``); candidates are ordered by the leaderboard's rule (tau@50, then the
+   infinity rule) with ties going to the default, then to the earlier
+   candidate.
+4. **Held-out check.** The best candidate and the default run on the
+   held-out studies; the tuned variant is *accepted* only if its held-out
+   rank key is strictly better than the default's (a smaller finite tau@50,
+   or under the infinity rule a higher reached rate, then a smaller threshold).
+
+The outcome, accepted or not, is written as JSON (default: the package's
+``dpstats/tuned/`` folder) with the split, the grid, every score and the
+decision. :func:`register_tuned` registers each accepted configuration as an
+algorithm named ``<algorithm>_tuned_eps<E>`` (e.g. ``coinpress_tuned_eps1``)
+whose defaults are the tuned values; it has the base algorithm's privacy
+class and the attribute ``tuned_epsilon`` (the level it was tuned for).
+
+Tuning uses public data only, so a tuned variant keeps the privacy argument
+of its base algorithm: its hyperparameters are fixed before it sees the data
+it is scored on (the withheld corpus).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import evaluation as ev
+
+__all__ = [
+    "TUNED_DIR",
+    "SCALE_FACTORS",
+    "MAX_CONFIGS",
+    "tuned_name",
+    "scaled_values",
+    "grid_for",
+    "split_studies",
+    "run_config",
+    "tune",
+    "TuningResult",
+    "write_tuned",
+    "load_tuned",
+    "register_tuned",
+]
+
+#: where tuned configurations live (shipped with the package)
+TUNED_DIR = Path(__file__).resolve().parent / "tuned"
+#: multipliers of the scaling rule
+SCALE_FACTORS = (0.5, 2.0)
+#: most candidates a grid may have
+MAX_CONFIGS = 64
+FORMAT = 1
+
+
+def tuned_name(algorithm: str, epsilon: float) -> str:
+    """``<algorithm>_tuned_eps<E>`` with ``E`` printed as ``%g`` (0.3, 1, 3, 10)."""
+    return f"{algorithm}_tuned_eps{float(epsilon):g}"
+
+
+# --------------------------------------------------------------------------
+# Grids
+# --------------------------------------------------------------------------
+
+
+def scaled_values(value: Any) -> list[Any]:
+    """The scaling rule's alternatives to a default value (empty when it is not tuned).
+
+    Examples
+    --------
+    >>> scaled_values(10), scaled_values(0.2), scaled_values(4.0), scaled_values("auto"), scaled_values(True)
+    ([5, 20], [0.1111111111111111, 0.3333333333333333], [2.0, 8.0], [], [])
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return []
+    v = float(value)
+    if not math.isfinite(v) or v <= 0:
+        return []
+    out: list[Any] = []
+    for c in SCALE_FACTORS:
+        if isinstance(value, (int, np.integer)):
+            w: Any = max(1, int(round(v * c)))
+        elif v < 1:
+            w = c * v / (1 - v + c * v)
+        else:
+            w = v * c
+        if w != value and w not in out:
+            out.append(w)
+    return out
+
+
+def _jsonable(x: Any) -> bool:
+    try:
+        json.dumps(x)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def grid_for(cls: type) -> dict[str, Any]:
+    """The candidate configurations of an algorithm class.
+
+    Returns
+    -------
+    dict
+        ``rule`` ("declared" or "scaled"), ``axes`` (name -> values tried)
+        and ``configs`` (a list of overrides of the defaults; the first, ``{}``,
+        is the default configuration).
+
+    Raises
+    ------
+    ValueError
+        A declared grid that names unknown hyperparameters, has values that
+        cannot be written to JSON, or has more than :data:`MAX_CONFIGS`
+        candidates.
+    """
+    defaults = {k: p.value for k, p in cls.defaults.items()}
+    declared = getattr(cls, "grid", None)
+    if declared:
+        unknown = sorted(set(declared) - set(defaults))
+        if unknown:
+            raise ValueError(f"{cls.__name__}.grid names unknown hyperparameter(s) {unknown}")
+        axes = {k: list(dict.fromkeys(list(v))) for k, v in declared.items()}
+        for k, vals in axes.items():
+            if not vals or not all(_jsonable(v) for v in vals):
+                raise ValueError(f"{cls.__name__}.grid[{k!r}] must be a non-empty list of JSON values")
+        n = math.prod(len(v) for v in axes.values())
+        if n > MAX_CONFIGS:
+            raise ValueError(f"{cls.__name__}.grid has {n} candidates; at most {MAX_CONFIGS}")
+        configs: list[dict[str, Any]] = [{}]
+        for combo in itertools.product(*axes.values()):
+            over = {k: v for k, v in zip(axes, combo) if v != defaults[k]}
+            if over and over not in configs:
+                configs.append(over)
+        return {"rule": "declared", "axes": axes, "configs": configs}
+    axes = {}
+    configs = [{}]
+    for k, v in defaults.items():
+        alts = scaled_values(v)
+        if alts:
+            axes[k] = [v] + alts
+            configs.extend({k: a} for a in alts)
+    if len(configs) > MAX_CONFIGS:
+        raise ValueError(f"{cls.__name__}: the scaling rule gives {len(configs)} candidates; declare a grid")
+    return {"rule": "scaled", "axes": axes, "configs": configs}
+
+
+# --------------------------------------------------------------------------
+# Split and trials
+# --------------------------------------------------------------------------
+
+
+def split_studies(corpus: Any, task: str, seed: int, max_studies: int | None = None) -> dict[str, Any]:
+    """Seeded train/held-out split of the studies of a task (all of a study's instances on one side).
+
+    Raises
+    ------
+    ValueError
+        Fewer than two studies have instances of the task.
+    """
+    studies = sorted({s.study for s in corpus.specs(task)})
+    if max_studies is not None:
+        if max_studies < 2:
+            raise ValueError("max_studies must be at least 2")
+    rng = np.random.default_rng(seed)
+    order = [studies[i] for i in rng.permutation(len(studies))]
+    if max_studies is not None:
+        order = order[:max_studies]
+    if len(order) < 2:
+        raise ValueError(f"tuning needs at least two studies with {task} instances; the corpus has {len(order)}")
+    k = (len(order) + 1) // 2
+    train, held = sorted(order[:k]), sorted(order[k:])
+    return {
+        "seed": int(seed), "max_studies": max_studies, "corpus": getattr(corpus, "name", None),
+        "train_studies": train, "heldout_studies": held,
+        "train_instances": [s.id for s in corpus.specs(task) if s.study in train],
+        "heldout_instances": [s.id for s in corpus.specs(task) if s.study in held],
+    }
+
+
+@dataclass
+class _Problem:
+    instance: str
+    study: str
+    task: str
+    n: int
+    d: int
+    data: Any
+    facts: Any
+    baseline: Any
+
+
+def _problems(corpus: Any, ids: Sequence[str]) -> tuple[list[_Problem], list[str]]:
+    from .baseline import compute_baseline
+
+    out, skipped = [], []
+    for iid in ids:
+        try:
+            inst = corpus.instance(iid)
+            b = compute_baseline(inst)
+        except Exception as exc:  # noqa: BLE001 - an instance that cannot be built is left out and reported
+            skipped.append(f"{iid}: {type(exc).__name__}: {exc}")
+            continue
+        out.append(_Problem(iid, inst.spec.study, inst.task, inst.n, inst.d, inst.task_data(), inst.facts, b))
+    return out, skipped
+
+
+def run_config(cls: type, params: Mapping[str, Any], problems: Sequence[_Problem], epsilon: float, delta: float,
+               trials: int, seed: int, time_limit: float = 60.0) -> pd.DataFrame:
+    """Run ``trials`` trials of one configuration on each problem, in this process.
+
+    Trial ``t`` uses ``numpy.random.default_rng([seed, t])``. Exceptions and
+    non-finite estimates are ``error``, declines ``declined``; a trial that
+    took longer than ``time_limit`` seconds is counted as ``timeout`` (it is
+    not interrupted).
+
+    Returns
+    -------
+    DataFrame
+        A trials table (see :mod:`dpstats.evaluation`).
+    """
+    from .algorithms.base import Decline
+    from .metrics import ratio as metric_ratio
+
+    rows = []
+    for p in problems:
+        for t in range(trials):
+            rng = np.random.default_rng([int(seed), t])
+            status, msg, r = "ok", None, math.inf
+            t0 = time.perf_counter()
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    out = cls(**params).run(p.data, p.facts, epsilon, delta, rng)
+                if isinstance(out, Decline):
+                    status, msg = "declined", str(out.reason)
+                else:
+                    est = np.asarray(out.estimate, dtype=float)
+                    if not np.all(np.isfinite(est)):
+                        status, msg = "error", "non-finite estimate"
+                    else:
+                        r = float(metric_ratio(est, p.baseline))
+            except MemoryError as exc:
+                status, msg = "memory", f"MemoryError: {exc}"
+            except Exception as exc:  # noqa: BLE001 - a failing configuration is a result
+                status, msg = "error", f"{type(exc).__name__}: {exc}"
+            secs = time.perf_counter() - t0
+            if secs > time_limit:
+                status, msg, r = "timeout", f"took {secs:.1f} s", math.inf
+            rows.append({"algorithm": cls.name, "interpretation": cls.interpretation, "instance": p.instance,
+                         "study": p.study, "task": p.task, "epsilon": float(epsilon), "delta": float(delta),
+                         "seed": t, "status": status, "error": msg, "baseline": float(p.baseline.baseline),
+                         "ratio": r if status == "ok" else math.inf, "seconds": secs, "peak_mb": float("nan"),
+                         "n": p.n, "d": p.d})
+    return pd.DataFrame(rows)
+
+
+def _score(df: pd.DataFrame, problems: Sequence[_Problem]) -> dict[str, Any]:
+    inst = pd.DataFrame({"instance": [p.instance for p in problems], "study": [p.study for p in problems]})
+    prep = ev.prepare(df)
+    p = ev.step_profile(prep, inst)
+    reach = float(p.reach)
+    key = ev.rank_key(p.tau50, reach, p.reach_tau)
+    counts = prep["status"].value_counts()
+    return {"tau50": p.tau50, "reaches": reach, "reach_tau": p.reach_tau, "key": key,
+            "statuses": {k: int(v) for k, v in counts.items()}}
+
+
+# --------------------------------------------------------------------------
+# Tuning
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class TuningResult:
+    """What :func:`tune` found, and why (see :meth:`to_json`)."""
+
+    algorithm: str
+    task: str
+    epsilon: float
+    delta: float
+    name: str
+    accepted: bool
+    params: dict[str, Any]
+    default_params: dict[str, Any]
+    grid: dict[str, Any]
+    split: dict[str, Any]
+    trials: int
+    train_scores: list[dict[str, Any]]
+    heldout: dict[str, Any]
+    decision: str
+    skipped_instances: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready description (infinite numbers as the string ``"inf"``)."""
+        from . import __version__
+
+        def clean(x: Any) -> Any:
+            if isinstance(x, float) and not math.isfinite(x):
+                return "inf" if x > 0 else ("-inf" if x < 0 else None)
+            if isinstance(x, dict):
+                return {str(k): clean(v) for k, v in x.items() if k != "key"}
+            if isinstance(x, (list, tuple)):
+                return [clean(v) for v in x]
+            if isinstance(x, (np.integer,)):
+                return int(x)
+            if isinstance(x, (np.floating,)):
+                return clean(float(x))
+            return x
+
+        return clean({
+            "format": FORMAT, "name": self.name, "algorithm": self.algorithm, "task": self.task,
+            "epsilon": self.epsilon, "delta": self.delta, "accepted": self.accepted, "params": self.params,
+            "default_params": self.default_params, "grid": self.grid, "split": self.split, "trials": self.trials,
+            "trial_seeds": "numpy.random.default_rng([split.seed, t]) for t = 0 .. trials-1",
+            "scores": {"train": self.train_scores, "heldout": self.heldout}, "decision": self.decision,
+            "skipped_instances": self.skipped_instances, "dpstats_version": __version__,
+            "created": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        })
+
+
+def _resolve(algorithm: str | type, task: str | None) -> type:
+    from .algorithms import get, list_algorithms
+
+    if not isinstance(algorithm, str):
+        if task is not None and algorithm.task != task:
+            raise ValueError(f"algorithm {algorithm.name!r} is for task {algorithm.task!r}, not {task!r}")
+        return algorithm
+    if ":" in algorithm:
+        from .algorithms import load_plugin
+
+        cls = load_plugin(algorithm)
+        return _resolve(cls, task)
+    if task is not None:
+        return get(task, algorithm)
+    tasks = [c.task for c in list_algorithms() if c.name == algorithm]
+    if not tasks:
+        return _unknown(algorithm)
+    if len(tasks) > 1:
+        raise ValueError(f"algorithm {algorithm!r} exists for tasks {tasks}; choose one with --task")
+    return get(tasks[0], algorithm)
+
+
+def _unknown(name: str) -> type:
+    from .algorithms import list_algorithms
+
+    known = ", ".join(sorted({c.name for c in list_algorithms()}))
+    raise ValueError(f"unknown algorithm {name!r}; known: {known}")
+
+
+def tune(algorithm: str | type, epsilon: float, task: str | None = None, trials: int = 10, seed: int = 0,
+         corpus: Any = None, delta: float = 1e-6, max_studies: int | None = None, time_limit: float = 60.0,
+         log: Callable[[str], None] | None = None) -> TuningResult:
+    """Tune an algorithm's hyperparameters at one privacy level.
+
+    Parameters
+    ----------
+    algorithm : str or Algorithm subclass
+        A registry name (``task`` picks among tasks that share it) or a class.
+    epsilon : float
+    task : str, optional
+    trials : int
+        Trials per instance and candidate.
+    seed : int
+        Seeds the split and the trials.
+    corpus : Corpus, optional
+        Default: the public corpus.
+    delta : float
+    max_studies : int, optional
+        Use only this many studies (a seeded subset) to save time.
+    time_limit : float
+        Seconds after which a finished trial counts as a timeout.
+    log : callable, optional
+        Receives progress lines.
+
+    Returns
+    -------
+    TuningResult
+    """
+    from .corpus import Corpus, public_corpus_path
+    from .privacy import validate_budget
+
+    validate_budget(epsilon, delta)
+    if trials < 1:
+        raise ValueError("trials must be at least 1")
+    cls = _resolve(algorithm, task)
+    corpus = corpus if corpus is not None else Corpus(public_corpus_path())
+    say = log or (lambda _msg: None)
+    grid = grid_for(cls)
+    split = split_studies(corpus, cls.task, seed, max_studies)
+    defaults = {k: p.value for k, p in cls.defaults.items()}
+    train, skipped = _problems(corpus, split["train_instances"])
+    held, skipped2 = _problems(corpus, split["heldout_instances"])
+    name = tuned_name(cls.name, epsilon)
+    base = dict(algorithm=cls.name, task=cls.task, epsilon=float(epsilon), delta=float(delta), name=name,
+                default_params=defaults, grid=grid, split=split, trials=int(trials),
+                skipped_instances=skipped + skipped2)
+    if not train or not held:
+        raise ValueError("no instance of the training or held-out studies could be built")
+    if len(grid["configs"]) == 1:
+        return TuningResult(**base, accepted=False, params={}, train_scores=[], heldout={},
+                            decision="no hyperparameter to tune (no grid and no numeric default)")
+    scores = []
+    for k, over in enumerate(grid["configs"]):
+        params = {**defaults, **over}
+        sc = _score(run_config(cls, params, train, epsilon, delta, trials, seed, time_limit), train)
+        scores.append({"params": over, **sc})
+        say(f"  [{k + 1}/{len(grid['configs'])}] {over or 'defaults'}: train tau@50 = "
+            f"{ev.format_tau50(sc['tau50'], sc['reaches'])}")
+    best = min(range(len(scores)), key=lambda i: (scores[i]["key"], i))
+    best_over = grid["configs"][best]
+    if not best_over:
+        return TuningResult(**base, accepted=False, params={}, train_scores=scores, heldout={},
+                            decision="the defaults are best on the training studies")
+    d_sc = _score(run_config(cls, defaults, held, epsilon, delta, trials, seed, time_limit), held)
+    t_sc = _score(run_config(cls, {**defaults, **best_over}, held, epsilon, delta, trials, seed, time_limit), held)
+    accepted = t_sc["key"] < d_sc["key"]
+    fmt = ev.format_tau50
+    decision = (f"held-out tau@50 {fmt(t_sc['tau50'], t_sc['reaches'])} (tuned) vs "
+                f"{fmt(d_sc['tau50'], d_sc['reaches'])} (default): "
+                + ("tuned variant accepted" if accepted else "not better, rejected"))
+    say("  " + decision)
+    return TuningResult(**base, accepted=bool(accepted), params=dict(best_over), train_scores=scores,
+                        heldout={"default": {"params": {}, **d_sc}, "tuned": {"params": best_over, **t_sc}},
+                        decision=decision)
+
+
+def write_tuned(result: TuningResult, directory: str | Path | None = None) -> Path:
+    """Write a result as ``<task>_<algorithm>_eps<E>.json`` (replacing an earlier one)."""
+    d = Path(directory) if directory is not None else TUNED_DIR
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{result.task}_{result.algorithm}_eps{result.epsilon:g}.json"
+    path.write_text(json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------
+# Loading tuned variants
+# --------------------------------------------------------------------------
+
+
+def _variant(base: type, spec: Mapping[str, Any], path: Path) -> type:
+    from .algorithms.base import Param
+
+    eps = float(spec["epsilon"])
+    params = dict(spec.get("params") or {})
+    unknown = sorted(set(params) - set(base.defaults))
+    if unknown:
+        raise ValueError(f"{path.name}: hyperparameter(s) {unknown} are not among {base.name}'s")
+    defaults = dict(base.defaults)
+    for k, v in params.items():
+        defaults[k] = Param(v, f"tuned at epsilon = {eps:g} on public studies, see dpstats/tuned/{path.name}")
+    name = tuned_name(base.name, eps)
+    return type(
+        f"{base.__name__}TunedEps{str(eps).replace('.', 'p')}",
+        (base,),
+        {
+            "name": name,
+            "defaults": defaults,
+            "summary": (base.summary + "; " if base.summary else "") + f"hyperparameters tuned for epsilon = {eps:g}",
+            "tuned_epsilon": eps,
+            "tuned_from": base.name,
+            "tuned_file": path.name,
+            "__module__": base.__module__,
+            "__doc__": f"{base.name} with hyperparameters {params} tuned at epsilon = {eps:g} ({path.name}).",
+        },
+    )
+
+
+def load_tuned(directory: str | Path | None = None, resolve: Callable[[str, str], type] | None = None) -> list[type]:
+    """Build the classes of the accepted tuned configurations in a folder (not registered).
+
+    Parameters
+    ----------
+    directory : path-like, optional
+        Default: :data:`TUNED_DIR`. A missing or empty folder gives ``[]``.
+    resolve : callable, optional
+        ``(task, name) -> class`` for the base algorithms (default: the registry).
+
+    Notes
+    -----
+    A file that cannot be read, or whose base algorithm is unknown, is
+    skipped with a warning rather than breaking the registry.
+    """
+    d = Path(directory) if directory is not None else TUNED_DIR
+    if not d.is_dir():
+        return []
+    if resolve is None:
+        from .algorithms import get as resolve
+    out = []
+    for path in sorted(d.glob("*.json")):
+        try:
+            spec = json.loads(path.read_text(encoding="utf-8"))
+            if not spec.get("accepted"):
+                continue
+            base = resolve(spec["task"], spec["algorithm"])
+            out.append(_variant(base, spec, path))
+        except Exception as exc:  # noqa: BLE001 - one bad file must not break the registry
+            warnings.warn(f"skipping tuned configuration {path}: {exc}", RuntimeWarning, stacklevel=2)
+    return out
+
+
+def register_tuned(directory: str | Path | None = None) -> list[type]:
+    """Register the accepted tuned variants as roster entries; idempotent; ``[]`` for an empty folder."""
+    from .algorithms import _REGISTRY, register
+
+    done = []
+    for cls in load_tuned(directory):
+        key = (cls.task, cls.name)
+        if key in _REGISTRY:
+            done.append(_REGISTRY[key])
+            continue
+        done.append(register(cls))
+    return done
+
+
+# --------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """``dpstats tune``."""
+    p = sub.add_parser(
+        "tune", help="tune an algorithm's hyperparameters on the public corpus at each epsilon",
+        description="Tune hyperparameters on training studies of the public corpus (seeded split by study) over the "
+                    "algorithm's grid, and keep the tuned variant only if it beats the defaults' tau@50 on the "
+                    "held-out studies. Writes a JSON file per epsilon.")
+    p.add_argument("algorithm", help="registry name")
+    p.add_argument("--epsilon", type=float, nargs="+", action="extend", required=True, metavar="E",
+                   help="privacy level(s); each is tuned separately")
+    p.add_argument("--task", choices=ev.TASKS, help="the task (needed when the name exists for several)")
+    p.add_argument("--trials", type=int, default=10, metavar="N", help="trials per instance and candidate (10)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the split and of the trials (0)")
+    p.add_argument("--max-studies", type=int, metavar="K", help="tune on a seeded subset of K studies")
+    p.add_argument("--delta", type=float, default=1e-6, help="delta (1e-6)")
+    p.add_argument("--corpus", metavar="DIR", help="corpus (default: the public corpus)")
+    p.add_argument("--out", metavar="DIR", help=f"where to write the JSON files (default: {TUNED_DIR})")
+    return p
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    """Handler of ``dpstats tune``."""
+    from .corpus import Corpus
+
+    corpus = Corpus(args.corpus) if args.corpus else None
+    for eps in dict.fromkeys(args.epsilon):
+        print(f"tuning {args.algorithm} at epsilon = {eps:g}")
+        res = tune(args.algorithm, eps, task=args.task, trials=args.trials, seed=args.seed, corpus=corpus,
+                   delta=args.delta, max_studies=args.max_studies, log=print)
+        path = write_tuned(res, args.out)
+        verdict = f"accepted as {res.name} with {res.params}" if res.accepted else "not accepted"
+        print(f"{res.algorithm} at epsilon = {eps:g}: {verdict} ({res.decision}); wrote {path}")
+    return 0
+
+
+def _register() -> None:
+    from . import cli
+
+    cli.COMMANDS["tune"] = (add_parser, cmd_tune)
+
+
+_register()
