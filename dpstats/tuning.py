@@ -98,8 +98,10 @@ def scaled_values(value: Any) -> list[Any]:
 
     Examples
     --------
-    >>> scaled_values(10), scaled_values(0.2), scaled_values(4.0), scaled_values("auto"), scaled_values(True)
-    ([5, 20], [0.1111111111111111, 0.3333333333333333], [2.0, 8.0], [], [])
+    >>> scaled_values(10), scaled_values(4.0), scaled_values("auto"), scaled_values(True)
+    ([5, 20], [2.0, 8.0], [], [])
+    >>> [round(v, 4) for v in scaled_values(0.2)]  # odds 1/4 halved and doubled: 1/8 and 1/2
+    [0.1111, 0.3333]
     """
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         return []
