@@ -86,6 +86,8 @@ __all__ = [
 DEFAULT_EPSILONS = (0.3, 1.0, 3.0, 10.0)
 DEFAULT_DELTA = 1e-6
 DEFAULT_RESULTS = "results/bench.sqlite"
+#: longest time a finished trial waits in an open transaction before it is committed
+COMMIT_INTERVAL = 0.1
 
 
 @dataclass(frozen=True)
@@ -431,9 +433,9 @@ def _dask_job(job: Job, limits: Limits) -> tuple[dict[str, Any] | None, list[Tri
 
 
 def _run_local(jobs: list[Job], workers: int, limits: Limits, on_result: Callable[[TrialResult], None],
-               on_ready: Callable[[dict[str, Any]], None]) -> None:
+               on_ready: Callable[[dict[str, Any]], None], on_tick: Callable[[], None]) -> None:
     with WorkerPool(workers, limits) as pool:
-        pool.run(jobs, on_result, on_ready)
+        pool.run(jobs, on_result, on_ready, on_tick=on_tick)
 
 
 def _dask_client(address: str) -> tuple[Any, Any]:
@@ -447,7 +449,7 @@ def _dask_client(address: str) -> tuple[Any, Any]:
 
 
 def _run_dask(jobs: list[Job], address: str, limits: Limits, on_result: Callable[[TrialResult], None],
-              on_ready: Callable[[dict[str, Any]], None]) -> int:
+              on_ready: Callable[[dict[str, Any]], None], on_batch: Callable[[], None]) -> int:
     from distributed import as_completed
 
     client, cluster = _dask_client(address)
@@ -461,6 +463,7 @@ def _run_dask(jobs: list[Job], address: str, limits: Limits, on_result: Callable
                 on_ready(info)
             for r in results:
                 on_result(r)
+            on_batch()
             fut.release()
         return nworkers
     finally:
@@ -558,13 +561,22 @@ def run_bench(config: BenchConfig, out: Any = None) -> BenchSummary:
         ran = 0
         trial_seconds = 0.0
 
+        last_commit = time.monotonic()
+
+        def tick() -> None:
+            nonlocal last_commit
+            if time.monotonic() - last_commit >= COMMIT_INTERVAL:
+                store.commit()
+                last_commit = time.monotonic()
+
         def on_result(r: TrialResult) -> None:
             nonlocal ran, trial_seconds
-            if store.add_trial(r, run_id):
+            if store.add_trial(r, run_id, commit=False):
                 ran += 1
                 counts[r.status] += 1
                 trial_seconds += r.seconds
             progress.update(r)
+            tick()
 
         t0 = time.monotonic()
         status = "failed"
@@ -572,14 +584,16 @@ def run_bench(config: BenchConfig, out: Any = None) -> BenchSummary:
         try:
             if plan.jobs:
                 if config.dask:
-                    workers = _run_dask(plan.jobs, config.dask, limits, on_result, store.add_instance) or workers
+                    workers = _run_dask(plan.jobs, config.dask, limits, on_result, store.add_instance,
+                                        store.commit) or workers
                 else:
-                    _run_local(plan.jobs, workers, limits, on_result, store.add_instance)
+                    _run_local(plan.jobs, workers, limits, on_result, store.add_instance, tick)
             status = "complete"
         except KeyboardInterrupt:
             status = "interrupted"
             raise
         finally:
+            store.commit()
             _restore_sigterm(old_term)
             progress.close()
             wall = time.monotonic() - t0

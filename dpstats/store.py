@@ -307,10 +307,20 @@ class Store:
         rows = self.con.execute("SELECT algorithm, task, instance, epsilon, delta, seed FROM trials")
         return {(a, t, i, float(e), float(dl), int(s)) for a, t, i, e, dl, s in rows}
 
-    def add_trial(self, r: TrialResult, run_id: int | None = None) -> bool:
-        """Store one trial and commit; False when it was already stored."""
+    def add_trial(self, r: TrialResult, run_id: int | None = None, commit: bool = True) -> bool:
+        """Store one trial; False when it was already stored.
+
+        Parameters
+        ----------
+        r : TrialResult
+        run_id : int, optional
+        commit : bool
+            Commit at once (default). With False the row joins the open
+            transaction, which :meth:`commit` ends (the runner commits at
+            least every 0.1 s).
+        """
         est = None if r.estimate is None else json.dumps(list(r.estimate))
-        with self.con:
+        try:
             cur = self.con.execute(
                 "INSERT OR IGNORE INTO trials (algorithm, interpretation, instance, study, task, epsilon, delta, seed,"
                 " status, error, estimate, error_value, baseline, ratio, seconds, peak_mb, n, d, run_id, finished_at)"
@@ -319,7 +329,16 @@ class Store:
                  int(r.seed), r.status, r.error, est, r.error_value, r.baseline, r.ratio, r.seconds, r.peak_mb,
                  int(r.n), int(r.d), run_id, _now()),
             )
+        except BaseException:
+            self.con.rollback()
+            raise
+        if commit:
+            self.con.commit()
         return cur.rowcount == 1
+
+    def commit(self) -> None:
+        """Commit the trials added with ``commit=False``."""
+        self.con.commit()
 
     def count(self) -> int:
         """Number of stored trials."""

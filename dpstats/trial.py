@@ -74,12 +74,13 @@ TrialResult(algorithm='my_algorithm', ..., status='ok', ratio=0.83, ...)
 from __future__ import annotations
 
 import ctypes
-import json
 import math
+import mmap
 import os
 import resource
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -394,11 +395,19 @@ def execute(algo_cls: type, problem: Problem, epsilon: float, delta: float, seed
     return "released", None, est, seconds
 
 
+def _ratio_of(err: float, baseline: float) -> float:
+    """:func:`dpstats.metrics.ratio` from an error already computed (the metric runs once per trial)."""
+    if math.isinf(err):
+        return math.inf
+    if baseline == 0:
+        return 0.0 if err == 0 else math.inf
+    return err / baseline
+
+
 def score(problem: Problem, algorithm: AlgorithmRef, epsilon: float, delta: float, seed: int, kind: str,
           message: str | None, estimate: np.ndarray | None, seconds: float, peak_mb: float) -> TrialResult:
     """Turn a trial's outcome into a :class:`TrialResult` (error metric and ratio for releases)."""
     from .metrics import error as metric_error
-    from .metrics import ratio as metric_ratio
 
     status = {"released": "ok", "declined": "declined", "error": "error", "memory": "memory",
               "timeout": "timeout"}[kind]
@@ -406,7 +415,7 @@ def score(problem: Problem, algorithm: AlgorithmRef, epsilon: float, delta: floa
     if status == "ok":
         try:
             err_v = float(metric_error(estimate, problem.baseline))
-            ratio = float(metric_ratio(estimate, problem.baseline))
+            ratio = _ratio_of(err_v, float(problem.baseline.baseline))
         except Exception as exc:  # noqa: BLE001 - a release the metric rejects is a failed trial
             status, message, err_v, ratio = "error", f"scoring failed: {_describe(exc)}", math.inf, math.inf
     est = None if estimate is None else tuple(float(v) for v in np.asarray(estimate).reshape(-1))
@@ -462,6 +471,43 @@ def _rss_of(pid: int) -> int | None:
             return int(psutil.Process(pid).memory_info().rss)
         except Exception:  # noqa: BLE001
             return None
+
+
+class _SelfStats:
+    """This process's memory counters through /proc files kept open (a few microseconds a read)."""
+
+    def __init__(self) -> None:
+        self.statm = os.open("/proc/self/statm", os.O_RDONLY)
+        self.status = os.open("/proc/self/status", os.O_RDONLY)
+        try:
+            self.clear: int | None = os.open("/proc/self/clear_refs", os.O_WRONLY)
+        except OSError:
+            self.clear = None
+
+    @classmethod
+    def open(cls) -> "_SelfStats | None":
+        try:
+            return cls()
+        except OSError:
+            return None
+
+    def memory(self) -> tuple[int, int]:
+        vms, rss = os.pread(self.statm, 256, 0).split()[:2]
+        return int(rss) * _PAGE, int(vms) * _PAGE
+
+    def reset_peak(self) -> None:
+        if self.clear is not None:
+            try:
+                os.write(self.clear, b"5")
+            except OSError:
+                self.clear = None
+
+    def peak(self) -> int:
+        data = os.pread(self.status, 8192, 0)
+        i = data.find(b"VmHWM:")
+        if i < 0:
+            return _peak_self()
+        return int(data[i + 6:data.index(b"kB", i)]) * 1024
 
 
 def _reset_peak() -> bool:
@@ -546,6 +592,52 @@ def _signal_name(sig: int) -> str:
 BLAS_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
             "VECLIB_MAXIMUM_THREADS": "1", "NUMEXPR_NUM_THREADS": "1"}
 
+#: a worker sends its finished trials at least this often (seconds) and at the end of each job
+FLUSH_INTERVAL = 0.05
+
+# seq, job number, trial index, start (time.monotonic), resident bytes at the start, running flag, seq
+_STATE = struct.Struct("<qqqdqqq")
+
+
+class _SharedState:
+    """Which trial a worker is running, in a small file mapped by the worker and its supervisor.
+
+    The worker writes (job number, trial index, start time, starting RSS,
+    running) before each trial and clears ``running`` when the algorithm
+    returns. The supervisor reads it to enforce the limits while finished
+    trials travel to it in batches, and after a kill or a crash to know
+    exactly which trial was running. Both processes use the same monotonic
+    clock (``CLOCK_MONOTONIC``).
+    """
+
+    def __init__(self, path: str, create: bool = False) -> None:
+        self.path = path
+        if create:
+            with open(path, "wb") as f:
+                f.write(b"\0" * _STATE.size)
+        self.fd = os.open(path, os.O_RDWR)
+        self.map = mmap.mmap(self.fd, _STATE.size)
+        self.seq = 0
+
+    def write(self, job_no: int, index: int, start: float, rss0: int, running: bool) -> None:
+        self.seq += 1
+        _STATE.pack_into(self.map, 0, self.seq, job_no, index, start, rss0, int(running), self.seq)
+
+    def read(self) -> tuple[int, int, float, int, bool] | None:
+        """``(job number, index, start, rss0, running)``, or None if no consistent copy could be read."""
+        for _ in range(1000):
+            s1, job_no, index, start, rss0, running, s2 = _STATE.unpack_from(self.map, 0)
+            if s1 == s2:
+                return job_no, index, start, rss0, bool(running)
+        return None
+
+    def close(self) -> None:
+        try:
+            self.map.close()
+            os.close(self.fd)
+        except (OSError, ValueError):
+            pass
+
 
 def _worker_setup(parent: int, crash_log: str | None = None) -> None:
     _set_pdeathsig()
@@ -569,8 +661,27 @@ def _worker_setup(parent: int, crash_log: str | None = None) -> None:
         faulthandler.enable(open(crash_log, "w"))
 
 
-def _worker_loop(conn: Connection) -> None:
-    """Serve jobs from ``conn`` until it closes: ("job", Job) -> ready, start/done per trial, finished."""
+def _worker_loop(conn: Connection, state: _SharedState) -> None:
+    """Serve jobs from ``conn`` until it closes or says ``stop``.
+
+    Protocol: the supervisor sends ``("job", Job, memory_bytes, job_no)``; the
+    worker answers ``("ready", info)`` once the instance is loaded (or
+    ``("job_error", message)``), then ``("done", [TrialResult, ...], last)``
+    with the trials finished since its previous message, at least every
+    ``FLUSH_INTERVAL`` seconds and after the job's last trial (``last`` true).
+    The running trial is published in ``state``.
+    """
+    stats = _SelfStats.open()
+
+    def begin() -> tuple[int, int]:
+        if stats is not None:
+            rss, vms = stats.memory()
+            stats.reset_peak()  # where unsupported, the peak is the process's lifetime peak
+        else:
+            rss, vms = _self_memory()
+            _reset_peak()
+        return rss, vms
+
     while True:
         try:
             msg = conn.recv()
@@ -578,8 +689,7 @@ def _worker_loop(conn: Connection) -> None:
             return
         if msg[0] == "stop":
             return
-        job: Job = msg[1]
-        limit = int(msg[2])
+        _, job, limit, job_no = msg
         try:
             problem = load_problem(job.corpus, job.instance)
             algo_cls = job.algorithm.load()
@@ -587,22 +697,28 @@ def _worker_loop(conn: Connection) -> None:
             conn.send(("job_error", _describe(exc)))
             continue
         conn.send(("ready", problem.info()))
+        pending: list[TrialResult] = []
+        last_send = time.monotonic()
+        last = len(job.trials) - 1
         for i, (eps, dlt, seed) in enumerate(job.trials):
-            rss0, vms0 = _self_memory()
-            _reset_peak()  # where unsupported, the peak is the process's lifetime peak
-            conn.send(("start", i, rss0))
+            rss0, vms0 = begin()
+            state.write(job_no, i, time.monotonic(), rss0, True)
             _set_as_limit(vms0 + int(AS_FACTOR * limit))
             try:
                 kind, message, est, seconds = execute(algo_cls, problem, eps, dlt, seed)
             finally:
                 _set_as_limit(None)
-            peak_mb = max(_peak_self() - rss0, 0) / _MB
-            result = score(problem, job.algorithm, eps, dlt, seed, kind, message, est, seconds, peak_mb)
-            conn.send(("done", i, result))
-        conn.send(("finished",))
+                state.write(job_no, i, 0.0, rss0, False)
+            peak_mb = max((stats.peak() if stats is not None else _peak_self()) - rss0, 0) / _MB
+            pending.append(score(problem, job.algorithm, eps, dlt, seed, kind, message, est, seconds, peak_mb))
+            now = time.monotonic()
+            if i == last or now - last_send >= FLUSH_INTERVAL:
+                conn.send(("done", pending, i == last))
+                pending = []
+                last_send = now
 
 
-def _spawn_entry(fd: int, parent: int, crash_log: str = "") -> None:
+def _spawn_entry(fd: int, parent: int, crash_log: str, state_path: str) -> None:
     """Entry point of a spawned worker (``python -c``): a fresh interpreter."""
     sock = socket.socket(fileno=fd)
     conn = Connection(sock.detach())
@@ -614,7 +730,7 @@ def _spawn_entry(fd: int, parent: int, crash_log: str = "") -> None:
                 if p not in sys.path:
                     sys.path.insert(0, p)
         conn.send(("hello", os.getpid()))
-        _worker_loop(conn)
+        _worker_loop(conn, _SharedState(state_path))
     finally:
         os._exit(0)
 
@@ -623,29 +739,34 @@ class _Worker:
     """Supervisor-side handle of one worker process.
 
     ``state`` is ``idle`` (no job), ``loading`` (loading the job's instance),
-    ``trial`` (running trial ``index``), ``between`` (between two trials of the
-    job) or ``dead``.
+    ``running`` (running the job's trials) or ``dead``. ``confirmed`` counts
+    the job's trials whose results arrived.
     """
 
     def __init__(self, method: str, inherited: Sequence[int] = ()) -> None:
         self.method = method
         self.state = "idle"
         self.job: Job | None = None
-        self.index = 0
-        self.t_start = 0.0
-        self.rss0 = 0
+        self.job_no = 0
+        self.confirmed = 0
+        self.seen: tuple[int, int, float] | None = None
         self.peak = 0
+        self.last_check = 0.0
         self.info: dict[str, Any] | None = None
         self.loaded: set[tuple[str, str]] = set()
         self.popen: subprocess.Popen | None = None
         self.stderr_path: str | None = None
         fd, self.crash_log = tempfile.mkstemp(prefix="dpstats-crash-", suffix=".txt")
         os.close(fd)
+        fd, self.state_path = tempfile.mkstemp(prefix="dpstats-state-", suffix=".bin")
+        os.close(fd)
+        self.shared = _SharedState(self.state_path, create=True)
         if method == "fork":
             self._start_fork(inherited)
         elif method == "spawn":
             self._start_spawn()
         else:
+            self.close()
             raise ValueError(f"unknown start method {method!r}; use 'fork' or 'spawn'")
 
     # -- start
@@ -666,7 +787,7 @@ class _Worker:
                 os.setpgid(0, 0)
                 conn = Connection(b.detach())
                 _worker_setup(parent, self.crash_log)
-                _worker_loop(conn)
+                _worker_loop(conn, _SharedState(self.state_path))
             finally:
                 os._exit(0)
         b.close()
@@ -687,11 +808,11 @@ class _Worker:
         with tempfile.NamedTemporaryFile(prefix="dpstats-worker-", suffix=".log", delete=False) as err:
             self.stderr_path = err.name
             code = ("import sys; from dpstats.trial import _spawn_entry; "
-                    "_spawn_entry(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])")
+                    "_spawn_entry(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4])")
             self.popen = subprocess.Popen(
-                [sys.executable, "-c", code, str(fd), str(os.getpid()), self.crash_log], pass_fds=(fd,),
-                start_new_session=True,
-                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                [sys.executable, "-c", code, str(fd), str(os.getpid()), self.crash_log, self.state_path],
+                pass_fds=(fd,), start_new_session=True, env=env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=err,
             )
         b.close()
         self.pid = self.popen.pid
@@ -704,9 +825,11 @@ class _Worker:
         except (EOFError, OSError):
             tail = self._stderr_tail()
             self.kill()
+            self.close()
             raise RuntimeError(f"a spawned dpstats worker failed to start{': ' + tail if tail else ''}") from None
         if msg[0] != "hello":
             self.kill()
+            self.close()
             raise RuntimeError(f"unexpected message from a spawned worker: {msg!r}")
 
     def _stderr_tail(self) -> str:
@@ -718,12 +841,20 @@ class _Worker:
             return ""
 
     # -- control
-    def submit(self, job: Job, limits: Limits) -> None:
-        self.job = job
-        self.index = 0
-        self.info = None
+    def submit(self, job: Job, limits: Limits, job_no: int) -> None:
+        self.job, self.job_no, self.confirmed, self.info, self.seen = job, job_no, 0, None, None
         self.state = "loading"
-        self.conn.send(("job", job, limits.memory_bytes))
+        self.conn.send(("job", job, limits.memory_bytes, job_no))
+
+    def running_trial(self) -> tuple[int, float, int] | None:
+        """``(index, start, rss0)`` of the trial of the current job that is running, if any."""
+        snap = self.shared.read()
+        if snap is None or self.job is None:
+            return None
+        job_no, index, start, rss0, running = snap
+        if job_no != self.job_no or not running or not (0 <= index < len(self.job.trials)):
+            return None
+        return index, start, rss0
 
     def reap(self, block: bool) -> tuple[int, int] | None:
         """``(exit code, signal)`` once the process has ended, else None."""
@@ -753,7 +884,7 @@ class _Worker:
         return "error", f"worker process exited with status {code}"
 
     def _crash_frame(self) -> str:
-        """`` at file:line in function`` of the innermost Python frame of a fatal-signal dump."""
+        """`` (at file:line in function)`` for the innermost Python frame of a fatal-signal dump."""
         if not self.crash_log:
             return ""
         try:
@@ -774,9 +905,7 @@ class _Worker:
         return ""
 
     def kill(self) -> tuple[int, int] | None:
-        """Kill the worker's process group and reap it."""
-        if self.state == "dead":
-            return None
+        """Kill the worker's process group and reap it (the handle stays readable until :meth:`close`)."""
         try:
             os.killpg(self.pid, signal.SIGKILL)
         except OSError:
@@ -784,17 +913,18 @@ class _Worker:
                 os.kill(self.pid, signal.SIGKILL)
             except OSError:
                 pass
-        end = self.reap(block=True)
-        self.close()
-        return end
+        return self.reap(block=True)
 
     def close(self) -> None:
         self.state = "dead"
-        try:
-            self.conn.close()
-        except OSError:
-            pass
-        for attr in ("stderr_path", "crash_log"):
+        conn = getattr(self, "conn", None)
+        if conn is not None:
+            try:
+                conn.close()
+            except OSError:
+                pass
+        self.shared.close()
+        for attr in ("stderr_path", "crash_log", "state_path"):
             path = getattr(self, attr)
             if path:
                 try:
@@ -818,6 +948,7 @@ class _Worker:
                 return
             time.sleep(0.005)
         self.kill()
+        self.close()
 
 
 def _preimport() -> None:
@@ -848,12 +979,17 @@ class WorkerPool:
 
     Notes
     -----
-    A worker killed for a limit or dead from a crash is replaced; the rest of
-    its job goes back to the front of the queue. Jobs go to idle workers
-    preferring one that already loaded the job's instance, then an instance no
-    other worker has loaded, so that each instance is loaded by as few workers
-    as possible. Workers stay alive between calls of :meth:`run` (with their
-    loaded instances) until :meth:`close`.
+    Workers publish the running trial in shared memory and send finished
+    trials in batches (at least every ``FLUSH_INTERVAL`` s), so a fast trial
+    costs no message of its own. A worker killed for a limit or dead from a
+    crash is replaced; the trial that was running gets its status, and the
+    job's other trials without a result go back to the front of the queue
+    (trials are deterministic, so a trial finished but not yet reported is
+    simply run again). Jobs go to idle workers preferring one that already
+    loaded the job's instance, then an instance no other worker has loaded,
+    so that each instance is loaded by as few workers as possible. Workers
+    stay alive between calls of :meth:`run` (with their loaded instances)
+    until :meth:`close`.
     """
 
     def __init__(self, workers: int = 1, limits: Limits | None = None, method: str | None = None) -> None:
@@ -864,6 +1000,7 @@ class WorkerPool:
         self.method = method or ("fork" if sys.platform.startswith("linux") else "spawn")
         self.workers: list[_Worker] = []
         self.started = 0  #: worker processes started so far (replacements included)
+        self._jobs = 0
 
     def _ensure(self) -> None:
         self.workers = [w for w in self.workers if w.state != "dead"]
@@ -879,8 +1016,9 @@ class WorkerPool:
         for w in self.workers:
             if w.state == "idle":
                 w.stop()
-            else:
+            elif w.state != "dead":
                 w.kill()
+                w.close()
         self.workers = []
 
     def __enter__(self) -> "WorkerPool":
@@ -890,19 +1028,24 @@ class WorkerPool:
         self.close()
 
     def run(self, jobs: Iterable[Job], on_result: Callable[[TrialResult], None],
-            on_ready: Callable[[dict[str, Any]], None] | None = None, limits: Limits | None = None) -> None:
+            on_ready: Callable[[dict[str, Any]], None] | None = None, limits: Limits | None = None,
+            on_tick: Callable[[], None] | None = None) -> None:
         """Run jobs until each of their trials has a result.
 
         Parameters
         ----------
         jobs : iterable of Job
         on_result : callable
-            Called with each :class:`TrialResult` as soon as it is known.
+            Called with each :class:`TrialResult` as soon as it reaches this
+            process.
         on_ready : callable, optional
             Called with an instance's description (:meth:`Problem.info`) each
             time a worker has loaded it for a job.
         limits : Limits, optional
             Overrides the pool's limits for this call.
+        on_tick : callable, optional
+            Called at every turn of the supervision loop (at least every
+            ``limits.poll`` seconds).
 
         Raises
         ------
@@ -911,12 +1054,12 @@ class WorkerPool:
         """
         limits = limits or self.limits
         pending: deque[Job] = deque(j for j in jobs if len(j))
-        failures: dict[tuple[str, str], int] = {}
+        failures: dict[tuple[str, str, str], int] = {}
         try:
             while True:
                 self._ensure()
                 self._dispatch(pending, limits)
-                busy = [w for w in self.workers if w.state not in ("idle", "dead")]
+                busy = [w for w in self.workers if w.state in ("loading", "running")]
                 if not busy:
                     if not pending:
                         return
@@ -924,10 +1067,13 @@ class WorkerPool:
                 wait([w.conn for w in busy], timeout=limits.poll)
                 for w in busy:
                     self._service(w, limits, pending, on_result, on_ready, failures)
+                if on_tick is not None:
+                    on_tick()
         except BaseException:
             for w in self.workers:
-                if w.state not in ("idle", "dead"):
+                if w.state in ("loading", "running"):
                     w.kill()
+                    w.close()
             raise
 
     # -- scheduling
@@ -948,7 +1094,8 @@ class WorkerPool:
                 pick = next((i for i, j in enumerate(pending) if (j.corpus, j.instance) not in others), 0)
             job = pending[pick]
             del pending[pick]
-            w.submit(job, limits)
+            self._jobs += 1
+            w.submit(job, limits, self._jobs)
 
     def _handle(self, w: _Worker, msg: tuple, on_result: Callable[[TrialResult], None],
                 on_ready: Callable[[dict[str, Any]], None] | None) -> None:
@@ -958,42 +1105,44 @@ class WorkerPool:
         if kind == "ready":
             w.info = msg[1]
             w.loaded.add((job.corpus, job.instance))
-            w.state = "between"
+            w.state = "running"
             if on_ready is not None:
                 on_ready(msg[1])
-        elif kind == "start":
-            w.index, w.rss0 = msg[1], msg[2]
-            w.t_start = time.monotonic()
-            w.peak = 0
-            w.state = "trial"
         elif kind == "done":
-            w.index = msg[1] + 1
-            w.state = "between"
-            on_result(msg[2])
-        elif kind == "finished":
-            w.state = "idle"
-            w.job = None
+            if msg[2]:  # the job's last trial: the worker waits for the next job
+                w.state, w.job = "idle", None
+            w.confirmed += len(msg[1])
+            for r in msg[1]:
+                on_result(r)
         elif kind == "job_error":
-            w.state = "idle"
-            w.job = None
+            w.state, w.job = "idle", None
             raise FatalJobError(f"cannot run {job.algorithm.name!r} on instance {job.instance!r}: {msg[1]}")
         else:
             raise RuntimeError(f"unexpected message from a worker: {msg!r}")
 
-    def _service(self, w: _Worker, limits: Limits, pending: deque[Job], on_result: Callable[[TrialResult], None],
-                 on_ready: Callable[[dict[str, Any]], None] | None, failures: dict[tuple[str, str], int]) -> None:
-        eof = False
+    def _drain(self, w: _Worker, on_result: Callable[[TrialResult], None],
+               on_ready: Callable[[dict[str, Any]], None] | None) -> bool:
+        """Handle the messages waiting; False when the channel has closed."""
         try:
-            while w.state != "idle" and w.conn.poll():
+            while w.state in ("loading", "running") and w.conn.poll():
                 self._handle(w, w.conn.recv(), on_result, on_ready)
         except (EOFError, OSError):
-            eof = True
+            return False
+        return True
+
+    def _service(self, w: _Worker, limits: Limits, pending: deque[Job], on_result: Callable[[TrialResult], None],
+                 on_ready: Callable[[dict[str, Any]], None] | None,
+                 failures: dict[tuple[str, str, str], int]) -> None:
+        open_ = self._drain(w, on_result, on_ready)
         if w.state == "idle":
             return
         now = time.monotonic()
+        if open_ and now - w.last_check < limits.poll:
+            return  # the process and its limits are checked every `poll` seconds, not at every message
+        w.last_check = now
         end = w.reap(block=False)
-        if end is None and not eof:
-            self._check_limits(w, now, limits, pending, on_result)
+        if end is None and open_:
+            self._check_limits(w, now, limits, pending, on_result, on_ready)
             return
         if end is None:  # the channel closed but the process lives on: it cannot be served any more
             deadline = now + 1.0
@@ -1001,63 +1150,79 @@ class WorkerPool:
                 time.sleep(0.005)
                 end = w.reap(block=False)
             if end is None:
-                w.kill()
-                end = (0, 0)
-        else:  # ended: read what it sent before
-            try:
-                while w.state != "idle" and w.conn.poll():
-                    self._handle(w, w.conn.recv(), on_result, on_ready)
-            except (EOFError, OSError):
-                pass
-        self._ended(w, end, now, pending, on_result, failures)
-
-    def _ended(self, w: _Worker, end: tuple[int, int], now: float, pending: deque[Job],
-               on_result: Callable[[TrialResult], None], failures: dict[tuple[str, str], int]) -> None:
-        job, state = w.job, w.state
-        status, message = w.describe_end(end)
-        w.close()
-        if job is None or state == "idle":
+                end = w.kill() or (0, 0)
+        self._drain(w, on_result, on_ready)  # what it sent before it ended
+        if w.state == "idle":
+            w.close()
             return
-        if state == "trial":
-            assert w.info is not None
-            on_result(_failure(w.info, job.algorithm, job.trials[w.index], status, message, now - w.t_start,
-                               w.peak / _MB))
-            rest = job.tail(w.index + 1)
-        elif state == "loading":
-            key = (job.corpus, job.instance)
+        status, message = w.describe_end(end)
+        self._settle(w, status, message, None, pending, on_result, failures)
+
+    def _settle(self, w: _Worker, status: str, message: str, expected: tuple[int, float, int] | None,
+                pending: deque[Job], on_result: Callable[[TrialResult], None],
+                failures: dict[tuple[str, str, str], int]) -> None:
+        """Record the running trial of a dead worker as failed and requeue the job's other unreported trials.
+
+        ``expected`` is the running trial that triggered a kill: if the worker
+        had moved on to another trial when it died, nothing is recorded and
+        every unreported trial is run again.
+        """
+        job = w.job
+        assert job is not None
+        final = w.running_trial()
+        state = w.state
+        w.close()
+        if state == "loading":
+            key = (job.corpus, job.instance, job.algorithm.name)
             failures[key] = failures.get(key, 0) + 1
             if failures[key] >= 3:
                 raise FatalJobError(f"worker processes died loading instance {job.instance!r} ({message})")
-            rest = job
-        else:  # between two trials: the next one never started
-            rest = job.tail(w.index)
-        if len(rest):
-            pending.appendleft(rest)
+            pending.appendleft(job)
+            return
+        failed = None
+        if final is not None and (expected is None or final[:2] == expected[:2]):
+            failed = final[0]
+            assert w.info is not None
+            peak = w.peak if w.seen is not None and w.seen[1:] == final[:2] else 0
+            on_result(_failure(w.info, job.algorithm, job.trials[failed], status, message,
+                               time.monotonic() - final[1], peak / _MB))
+        elif expected is None:  # died outside an algorithm (in the harness): run the rest again, up to 3 times
+            key = (job.corpus, job.instance, job.algorithm.name)
+            failures[key] = failures.get(key, 0) + 1
+            if failures[key] >= 3:
+                raise FatalJobError(f"worker processes running {job.algorithm.name!r} on {job.instance!r} "
+                                    f"died outside a trial ({message})")
+        rest = tuple(t for i, t in enumerate(job.trials) if i >= w.confirmed and i != failed)
+        if rest:
+            pending.appendleft(replace(job, trials=rest))
 
     def _check_limits(self, w: _Worker, now: float, limits: Limits, pending: deque[Job],
-                      on_result: Callable[[TrialResult], None]) -> None:
-        if w.state != "trial":
+                      on_result: Callable[[TrialResult], None],
+                      on_ready: Callable[[dict[str, Any]], None] | None) -> None:
+        trial = w.running_trial()
+        if trial is None:
             return
-        job = w.job
-        assert job is not None and w.info is not None
-        elapsed = now - w.t_start
+        index, start, rss0 = trial
+        if w.seen != (w.job_no, index, start):
+            w.seen, w.peak = (w.job_no, index, start), 0
         rss = _rss_of(w.pid)
         if rss is not None:
-            w.peak = max(w.peak, rss - w.rss0)
-        status = message = None
+            w.peak = max(w.peak, rss - rss0)
+        elapsed = now - start
         if elapsed > limits.time:
             status, message = "timeout", f"exceeded the time limit of {limits.time:g} s"
-        elif rss is not None and rss - w.rss0 > limits.memory_bytes:
+        elif rss is not None and rss - rss0 > limits.memory_bytes:
             status = "memory"
             message = (f"exceeded the memory limit of {limits.memory_mb:g} MB "
-                       f"(resident memory grew by {(rss - w.rss0) / _MB:.0f} MB)")
-        if status is None or w.conn.poll():  # a result that arrived meanwhile is read first
+                       f"(resident memory grew by {(rss - rss0) / _MB:.0f} MB)")
+        else:
             return
         w.kill()
-        on_result(_failure(w.info, job.algorithm, job.trials[w.index], status, message, elapsed, w.peak / _MB))
-        rest = job.tail(w.index + 1)
-        if len(rest):
-            pending.appendleft(rest)
+        self._drain(w, on_result, on_ready)  # trials it finished before
+        if w.state == "idle":  # pragma: no cover - it finished the job just before the kill
+            w.close()
+            return
+        self._settle(w, status, message, trial, pending, on_result, {})
 
 
 # --------------------------------------------------------------------------

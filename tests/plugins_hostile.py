@@ -223,6 +223,29 @@ class ReturnsNone(_TestAlgorithm):
         raise AssertionError
 
 
+class AbortsOnSeed3(NoisyMean):
+    """Fast releases, except that seed 3 aborts the interpreter."""
+
+    name = "test_aborts_on_seed_3"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        if rng.bit_generator.seed_seq.entropy == 3:
+            os.abort()
+        return super()._run(data, facts, epsilon, delta, rng)
+
+
+class HangsOnSeed3(NoisyMean):
+    """Fast releases, except that seed 3 never returns."""
+
+    name = "test_hangs_on_seed_3"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        if rng.bit_generator.seed_seq.entropy == 3:
+            while True:
+                time.sleep(3600)
+        return super()._run(data, facts, epsilon, delta, rng)
+
+
 HOSTILE = {
     "tests.plugins_hostile:SleepForever": ("timeout", "time limit"),
     "tests.plugins_hostile:MemoryHog": ("memory", "MemoryError"),

@@ -69,3 +69,23 @@ def test_gradual_allocation_is_stopped_at_the_memory_limit(mroz_corpus, tmp_path
     assert "memory limit of 128 MB" in hog.error or "MemoryError" in hog.error
     assert hog.seconds < 30
     assert df.loc["test_noisy_mean"].status == "ok" and df.loc["test_noisy_mean"].peak_mb < 128
+
+
+def test_a_failure_among_fast_trials_is_pinned_on_its_seed(mroz_corpus, tmp_path):
+    """Fast trials travel in batches; a crash or a hang mid-job fails exactly its own trial."""
+    results = tmp_path / "r.sqlite"
+    cfg = R.BenchConfig(corpus=str(mroz_corpus), results=str(results),
+                        algorithms=[P + "AbortsOnSeed3", P + "HangsOnSeed3", P + "NoisyMean"], epsilons=[1.0, 3.0],
+                        trials=10, workers=2, time_limit=1.5)
+    R.run_bench(cfg, out=io.StringIO())
+    df = read_trials(results)
+    assert len(df) == 3 * 2 * 10 and not df.duplicated(["algorithm", "epsilon", "seed"]).any()
+    ref = df[df.algorithm == "test_noisy_mean"].set_index(["epsilon", "seed"])
+    for name, status in (("test_aborts_on_seed_3", "error"), ("test_hangs_on_seed_3", "timeout")):
+        rows = df[df.algorithm == name].set_index(["epsilon", "seed"])
+        bad = rows[rows.status != "ok"]
+        assert sorted(bad.index) == [(1.0, 3), (3.0, 3)], (name, bad)
+        assert (bad.status == status).all()
+        good = rows[rows.status == "ok"]
+        # the other trials are those of the well-behaved parent class, seed for seed
+        assert good.estimate.equals(ref.loc[good.index].estimate)

@@ -1,0 +1,167 @@
+"""Measure the benchmark harness: overhead per trial, Dask speed-up, wall time of whole runs.
+
+Usage (from the repository root)::
+
+    python benchmarks/bench_harness.py                 # overhead and Dask speed-up (a few minutes)
+    python benchmarks/bench_harness.py --overhead      # only the overhead
+    python benchmarks/bench_harness.py --dask          # only the Dask speed-up
+    python benchmarks/bench_harness.py --preset quick  # wall time of `dpstats bench --preset quick`
+    python benchmarks/bench_harness.py --preset full   # wall time of the full public benchmark
+
+Overhead
+    Every algorithm of the roster on one instance per task (a small and a
+    medium setting), the same trials (epsilon 1, seeds 0..T-1) run (a) in a
+    plain loop in this process, with the instances already loaded, and (b)
+    by ``run_bench`` with one worker process, scoring and storing every trial
+    in SQLite. The overhead is ``wall(b) / wall(a) - 1``: starting and
+    stopping the worker, supervision, scoring, messages, commits. The
+    instances are loaded before (b) too, so that the one-off cost of loading
+    an instance (reported separately) is not spread over the trials.
+
+Dask speed-up
+    The same CPU-bound trials (a synthetic algorithm doing ``--work`` seconds
+    of pure-Python work per trial, on 8 public mean instances) on a Dask
+    ``LocalCluster`` of 1 and of 2 worker processes, each first warmed up
+    (trial processes started, instances loaded). Speed-up = wall(1) / wall(2).
+
+Wall time of a preset
+    ``run_bench`` with the preset on the public corpus, all algorithms, local
+    workers (one per CPU), into a fresh results file; the wall time includes
+    loading every instance and computing its baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from dpstats import runner as R  # noqa: E402
+from dpstats.corpus import public_corpus_path  # noqa: E402
+from dpstats.trial import execute, load_problem  # noqa: E402
+
+SETTINGS = {
+    "small (Mroz 1987, n = 428-753)": {"sce": "mroz87_lwage", "linreg": "mroz87_lwage_linreg",
+                                       "mean": "mean_mroz87_lwage"},
+    "medium (Card 1995, n = 2040-3010)": {"sce": "card95_ols_full", "linreg": "card95_ols_full_linreg",
+                                          "mean": "mean_card95_ols_full"},
+}
+
+
+def machine() -> str:
+    import platform
+
+    import psutil
+
+    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+            f"{psutil.virtual_memory().total / 2**30:.0f} GB, Python {platform.python_version()}, "
+            f"load average {os.getloadavg()[0]:.2f}")
+
+
+def overhead(trials: int) -> None:
+    """Every roster algorithm on one instance per task: a plain loop against ``run_bench`` with one worker."""
+    from dpstats.algorithms import list_algorithms
+
+    root = str(public_corpus_path())
+    print(f"\n## Harness overhead (every algorithm, {trials} trials each at epsilon 1, one worker)\n")
+    print("| instances | trials | algorithm time s | plain loop s | harness s | overhead | ms per trial |")
+    print("|---|---|---|---|---|---|---|")
+    for label, ids in SETTINGS.items():
+        algos = {task: list_algorithms(task) for task in ids}
+        t0 = time.perf_counter()
+        problems = {task: load_problem(root, iid) for task, iid in ids.items()}  # forked workers inherit them
+        load_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        seconds = 0.0
+        n = 0
+        for task, problem in problems.items():
+            for cls in algos[task]:
+                for seed in range(trials):
+                    seconds += execute(cls, problem, 1.0, 1e-6, seed)[3]
+                    n += 1
+        loop = time.perf_counter() - t0
+        with tempfile.TemporaryDirectory() as tmp:
+            s = R.run_bench(R.BenchConfig(corpus=root, results=f"{tmp}/r.sqlite", instances=list(ids.values()),
+                                          epsilons=[1.0], trials=trials, workers=1, progress=False),
+                            out=io.StringIO())
+        assert s.ran == n, (s.ran, n)
+        print(f"| {label} | {n} | {seconds:.2f} | {loop:.2f} | {s.wall_seconds:.2f} | "
+              f"{100 * (s.wall_seconds / loop - 1):+.1f} % | {1000 * (s.wall_seconds - loop) / n:.2f} |")
+        print(f"\n(loading the {label.split(' (')[0]} instances with their baselines, once per worker: {load_s:.2f} s)\n")
+
+
+def _mean_instances(k: int) -> list[str]:
+    from dpstats.corpus import Corpus
+
+    return [s.id for s in Corpus(public_corpus_path()).specs("mean")][:k]
+
+
+def dask_speedup(work: float, seeds: int) -> None:
+    from distributed import LocalCluster
+
+    root = str(public_corpus_path())
+    ids = _mean_instances(8)
+    algo = ["tests.plugins_hostile:BusyMean"]
+    from tests.plugins_hostile import BusyMean
+
+    BusyMean.defaults = {"work": type(BusyMean.defaults["work"])(work, "bench")}
+    n = len(ids) * 2 * seeds
+    print(f"\n## Dask speed-up ({n} trials of {work:g} CPU-seconds, {len(ids)} mean instances)\n")
+    walls = {}
+    for workers in (1, 2):
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cl, \
+                tempfile.TemporaryDirectory() as tmp:
+            cfg = dict(corpus=root, algorithms=algo, tasks=["mean"], instances=ids, dask=cl.scheduler_address,
+                       progress=False)
+            t0 = time.perf_counter()
+            R.run_bench(R.BenchConfig(results=f"{tmp}/warm.sqlite", epsilons=[0.5], trials=4, **cfg),
+                        out=io.StringIO())
+            warm = time.perf_counter() - t0
+            s = R.run_bench(R.BenchConfig(results=f"{tmp}/r.sqlite", epsilons=[1.0, 10.0], trials=seeds, **cfg),
+                            out=io.StringIO())
+            walls[workers] = s.wall_seconds
+            print(f"- {workers} worker(s): {s.wall_seconds:.1f} s for {s.ran} trials (sum of trial times "
+                  f"{s.trial_seconds:.1f} s; warm-up {warm:.1f} s)")
+    print(f"\nSpeed-up of 2 workers over 1: {walls[1] / walls[2]:.2f}x")
+
+
+def preset_wall(preset: str, workers: int | None) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        s = R.run_bench(R.BenchConfig(results=f"{tmp}/r.sqlite", preset=preset, workers=workers, progress=False))
+        total = time.perf_counter() - t0
+    print(f"\n## Preset {preset}\n\n{s.ran} trials, {s.workers} workers: {total:.0f} s wall "
+          f"({s.wall_seconds:.0f} s running trials; sum of trial times {s.trial_seconds:.0f} s); "
+          f"statuses {s.counts}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--overhead", action="store_true")
+    ap.add_argument("--dask", action="store_true")
+    ap.add_argument("--preset", choices=("quick", "full"))
+    ap.add_argument("--trials", type=int, default=40, help="trials per overhead row")
+    ap.add_argument("--work", type=float, default=0.1, help="CPU seconds per trial for the Dask speed-up")
+    ap.add_argument("--seeds", type=int, default=10, help="seeds per instance and epsilon for the Dask speed-up")
+    ap.add_argument("--workers", type=int, help="local workers for --preset (default: one per CPU)")
+    a = ap.parse_args()
+    if not (a.overhead or a.dask or a.preset):
+        a.overhead = a.dask = True
+    print(f"Machine: {machine()}")
+    if a.overhead:
+        overhead(a.trials)
+    if a.dask:
+        dask_speedup(a.work, a.seeds)
+    if a.preset:
+        preset_wall(a.preset, a.workers)
+
+
+if __name__ == "__main__":
+    main()
