@@ -108,7 +108,7 @@ TRIAL_COLUMNS = (
     "baseline", "ratio", "seconds", "peak_mb", "n", "d",
 )
 
-#: the columns of leaderboard.csv, in order (``corpus`` is prepended when the trials have one)
+#: the columns of leaderboard.csv, in order (``corpus`` is appended when the trials have one)
 LEADERBOARD_COLUMNS = (
     "task", "epsilon", "slice", "algorithm", "interpretation", "tau50", "reaches", "rank", "instances", "studies",
 )
@@ -177,19 +177,22 @@ def prepare(trials: pd.DataFrame) -> pd.DataFrame:
     df["instance"] = df["instance"].astype(str)
     df["study"] = df["study"].astype(str)
     df["interpretation"] = df["interpretation"].astype(str)
+    if "corpus" in df.columns:
+        df["corpus"] = df["corpus"].fillna("").astype(str)
     df["epsilon"] = pd.to_numeric(df["epsilon"], errors="raise").astype(float)
     ratio = pd.to_numeric(df["ratio"], errors="coerce").astype(float).to_numpy()
     if np.any(ratio < 0):
         raise ValueError("error ratios must be non-negative")
     ok = (df["status"] == "ok").to_numpy() & np.isfinite(ratio)
     df["score"] = np.where(ok, ratio, np.inf)
+    ck = _corpus_keys(df)
     for key in ("study", "n", "d"):
-        per = df.groupby(["task", "instance"])[key].nunique()
+        per = df.groupby(ck + ["task", "instance"])[key].nunique()
         if (per > 1).any():
-            raise ValueError(f"instance(s) {list(per[per > 1].index.get_level_values(1))} have several values of {key!r}")
-    per = df.groupby(["task", "algorithm"])["interpretation"].nunique()
+            raise ValueError(f"instance(s) {list(per[per > 1].index.get_level_values(-1))} have several values of {key!r}")
+    per = df.groupby(ck + ["task", "algorithm"])["interpretation"].nunique()
     if (per > 1).any():
-        raise ValueError(f"algorithm(s) {list(per[per > 1].index.get_level_values(1))} have several interpretations")
+        raise ValueError(f"algorithm(s) {list(per[per > 1].index.get_level_values(-1))} have several interpretations")
     return df
 
 
@@ -479,7 +482,7 @@ def leaderboard(trials: pd.DataFrame, standard_only_ranked: bool = True) -> pd.D
     Returns
     -------
     DataFrame
-        Columns :data:`LEADERBOARD_COLUMNS` (``corpus`` first when the trials
+        Columns :data:`LEADERBOARD_COLUMNS` (then ``corpus`` when the trials
         have it). ``tau50`` is a float (``inf`` allowed), ``reaches`` is the
         highest success rate reached (``S(inf)``), ``rank`` a nullable integer,
         ``instances`` and ``studies`` the size of the slice. Empty slices are
@@ -506,7 +509,7 @@ def leaderboard(trials: pd.DataFrame, standard_only_ranked: bool = True) -> pd.D
             e["rank"] = r
         entries.sort(key=lambda e: (e.get("rank") is None, e["_key"], e["algorithm"]))
         rows.extend(entries)
-    cols = ck + list(LEADERBOARD_COLUMNS)
+    cols = list(LEADERBOARD_COLUMNS) + ck
     out = pd.DataFrame(rows, columns=cols + ["_key"]) if rows else pd.DataFrame(columns=cols + ["_key"])
     out = out.drop(columns="_key")
     out["rank"] = pd.array(out["rank"].tolist(), dtype="Int64") if len(out) else pd.array([], dtype="Int64")
