@@ -170,11 +170,15 @@ def test_separate_per_task_epsilon_and_corpus():
     assert dict(zip(lb.epsilon, lb.tau50)) == {1.0: 1.0, 3.0: 4.0}
     c = pd.concat([a.assign(corpus="public"), a.assign(corpus="withheld", ratio=2.0)])
     lbc = ev.leaderboard(c).query("slice == 'all'")
-    assert list(lbc.columns[:2]) == ["corpus", "task"]
+    assert list(lbc.columns) == list(ev.LEADERBOARD_COLUMNS) + ["corpus"]
     assert dict(zip(lbc.corpus, lbc.tau50)) == {"public": 1.0, "withheld": 2.0}
     with pytest.raises(ValueError, match="several corpora"):
         ev.profile(c, "sce", 1.0)
     assert ev.profile(c, "sce", 1.0, corpus="withheld").tau.tolist() == [2.0]
+    # an instance id may mean different data in two corpora, never within one
+    ev.leaderboard(pd.concat([a.assign(corpus="x"), a.assign(corpus="y", n=5000)]))
+    with pytest.raises(ValueError, match="several values of 'n'"):
+        ev.leaderboard(pd.concat([a.assign(corpus="x"), a.assign(corpus="x", n=5000)]))
 
 
 def test_input_validation():
