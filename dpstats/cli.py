@@ -131,7 +131,7 @@ def cmd_corpus_verify(args: argparse.Namespace) -> int:
 
         table = [
             [r.instance, r.task, r.n, r.d, r.se_type or "", fmt(r.estimate), fmt(r.baseline),
-             ", ".join(f"{k}={v}" for k, v in r.reported.items()),
+             ", ".join(f"{k}={v}" for k, v in r.reported_text.items()),
              {True: "yes", False: "NO", None: ""}[r.reproduces], r.dropped_missing,
              r.error or "; ".join(r.mismatches)]
             for r in rows

@@ -155,6 +155,22 @@ PROVIDERS: dict[str, Callable[[str], pd.DataFrame]] = {
 }
 
 
+def _widen_integers(df: pd.DataFrame) -> pd.DataFrame:
+    """Widen narrow integer columns so that arithmetic cannot overflow.
+
+    Packages ship ages as int8 (causaldata's NSW data): ``age ** 2`` would wrap
+    around. Plain integer columns become int64, nullable ones float64 (NA to NaN).
+    """
+    changes = {}
+    for col, dtype in df.dtypes.items():
+        if pd.api.types.is_integer_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
+            if isinstance(dtype, pd.api.extensions.ExtensionDtype):
+                changes[col] = "float64"
+            elif dtype.itemsize < 8 or dtype.kind == "u":
+                changes[col] = "int64"
+    return df.astype(changes) if changes else df
+
+
 def read_source(source: str) -> pd.DataFrame:
     """Load ``"<provider>:<name>"`` from an installed package.
 
@@ -645,7 +661,7 @@ class Corpus:
                     raise CorpusError(f"cannot read {full}: {exc}", file=sspec.manifest, field=f"{fld}.path") from None
             else:
                 df = pd.concat([self.frame(study, o) for o in ds.stack], ignore_index=True, sort=False)
-            df = df.reset_index(drop=True)
+            df = _widen_integers(df.reset_index(drop=True))
             for expr in ds.derive:
                 try:
                     df = df.eval(expr, engine="python")

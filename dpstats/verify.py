@@ -40,6 +40,7 @@ class VerifyRow:
     dropped_collinear: list[str] = field(default_factory=list)
     mismatches: list[str] = field(default_factory=list)
     error: str | None = None
+    reported_text: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -65,17 +66,19 @@ def _compare(spec: InstanceSpec, b: Baseline) -> tuple[bool | None, list[str]]:
 def verify_instance(corpus: Corpus, spec: InstanceSpec, engine: str = "python") -> VerifyRow:
     """Verify one instance; errors in the data are reported in the row, not raised."""
     reported = {k: v.value for k, v in spec.reported.items()}
+    text = {k: str(v) for k, v in spec.reported.items()}
     try:
         inst = corpus.instance(spec.id)
         b = compute_baseline(inst, engine=engine)
     except CorpusError as exc:
         return VerifyRow(spec.study, spec.id, spec.task, None, None, spec.se if spec.task == "sce" else None,
-                         None, None, reported, False if spec.reported else None, None, error=str(exc))
+                         None, None, reported, False if spec.reported else None, None, error=str(exc),
+                         reported_text=text)
     ok, bad = _compare(spec, b)
     est = b.coef if spec.task == "sce" else [float(v) for v in b.estimate]
     return VerifyRow(
         spec.study, spec.id, spec.task, b.n, b.d, b.se_type, est, float(b.baseline), reported, ok,
-        inst.dropped_missing, list(inst.dropped_collinear), bad,
+        inst.dropped_missing, list(inst.dropped_collinear), bad, reported_text=text,
     )
 
 

@@ -275,3 +275,20 @@ def test_corpus_settings(tmp_path: Path, mroz_corpus: Path) -> None:
     (mroz_corpus / "corpus.toml").write_text("trials = 0\n")
     with pytest.raises(CorpusError, match="trials"):
         Corpus(mroz_corpus)
+
+
+def test_narrow_integers_do_not_overflow(tmp_path: Path) -> None:
+    """causaldata ships age as int8: age**2 must not wrap around."""
+    body = """
+[datasets.main]
+source = "causaldata:nsw_mixtape"
+[[instances]]
+id = "x"
+task = "linreg"
+formula = "re78 ~ treat + age + I(age**2)"
+"""
+    write_study(tmp_path, "s", body)
+    inst = Corpus(tmp_path).instance("x")
+    age = inst.X[:, 2]
+    np.testing.assert_array_equal(inst.X[:, 3], age.astype(float) ** 2)
+    assert inst.X[:, 3].max() > 127
