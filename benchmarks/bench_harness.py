@@ -19,8 +19,8 @@ Overhead
     an instance (reported separately) is not spread over the trials.
 
 Dask speed-up
-    The same CPU-bound trials (a synthetic algorithm doing ``--work`` seconds
-    of pure-Python work per trial, on 8 public mean instances) on a Dask
+    The same CPU-bound trials (``tests.plugins_hostile:BusyMean``: 0.1 CPU
+    seconds of pure-Python work per trial, on 8 public mean instances) on a Dask
     ``LocalCluster`` of 1 and of 2 worker processes, each first warmed up
     (trial processes started, instances loaded). Speed-up = wall(1) / wall(2).
 
@@ -103,7 +103,7 @@ def _mean_instances(k: int) -> list[str]:
     return [s.id for s in Corpus(public_corpus_path()).specs("mean")][:k]
 
 
-def dask_speedup(work: float, seeds: int) -> None:
+def dask_speedup(seeds: int) -> None:
     from distributed import LocalCluster
 
     root = str(public_corpus_path())
@@ -111,7 +111,7 @@ def dask_speedup(work: float, seeds: int) -> None:
     algo = ["tests.plugins_hostile:BusyMean"]
     from tests.plugins_hostile import BusyMean
 
-    BusyMean.defaults = {"work": type(BusyMean.defaults["work"])(work, "bench")}
+    work = BusyMean.defaults["work"].value
     n = len(ids) * 2 * seeds
     print(f"\n## Dask speed-up ({n} trials of {work:g} CPU-seconds, {len(ids)} mean instances)\n")
     walls = {}
@@ -128,7 +128,7 @@ def dask_speedup(work: float, seeds: int) -> None:
                             out=io.StringIO())
             walls[workers] = s.wall_seconds
             print(f"- {workers} worker(s): {s.wall_seconds:.1f} s for {s.ran} trials (sum of trial times "
-                  f"{s.trial_seconds:.1f} s; warm-up {warm:.1f} s)")
+                  f"{s.trial_seconds:.1f} s; warm-up {warm:.1f} s; load average {os.getloadavg()[0]:.2f})")
     print(f"\nSpeed-up of 2 workers over 1: {walls[1] / walls[2]:.2f}x")
 
 
@@ -148,7 +148,6 @@ def main() -> None:
     ap.add_argument("--dask", action="store_true")
     ap.add_argument("--preset", choices=("quick", "full"))
     ap.add_argument("--trials", type=int, default=40, help="trials per overhead row")
-    ap.add_argument("--work", type=float, default=0.1, help="CPU seconds per trial for the Dask speed-up")
     ap.add_argument("--seeds", type=int, default=10, help="seeds per instance and epsilon for the Dask speed-up")
     ap.add_argument("--workers", type=int, help="local workers for --preset (default: one per CPU)")
     a = ap.parse_args()
@@ -158,7 +157,7 @@ def main() -> None:
     if a.overhead:
         overhead(a.trials)
     if a.dask:
-        dask_speedup(a.work, a.seeds)
+        dask_speedup(a.seeds)
     if a.preset:
         preset_wall(a.preset, a.workers)
 

@@ -489,10 +489,11 @@ def _resolve(config: BenchConfig) -> tuple[Corpus, list[str], tuple[float, ...],
     delta = DEFAULT_DELTA if config.delta is None else float(config.delta)
     if not (0 <= delta < 1):
         raise ValueError(f"delta must be in [0, 1), got {delta}")
-    trials = config.trials or preset.trials or corpus.default_trials
+    trials = config.trials if config.trials is not None else (preset.trials or corpus.default_trials)
     if int(trials) < 1:
         raise ValueError("trials must be at least 1")
-    limits = Limits(time=config.time_limit or DEFAULT_TIME_LIMIT, memory_mb=config.memory_mb or DEFAULT_MEMORY_MB)
+    limits = Limits(time=DEFAULT_TIME_LIMIT if config.time_limit is None else config.time_limit,
+                    memory_mb=DEFAULT_MEMORY_MB if config.memory_mb is None else config.memory_mb)
     return corpus, tasks, eps, delta, int(trials), preset.per_study_task, limits, preset
 
 
@@ -530,8 +531,8 @@ def run_bench(config: BenchConfig, out: Any = None) -> BenchSummary:
     corpus, tasks, eps, delta, trials, per_study, limits, preset = _resolve(config)
     algos = select_algorithms(config.algorithms, tasks)
     specs = select_instances(corpus, tasks, config.instances, per_study)
-    workers = int(config.workers or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                                     else os.cpu_count() or 1))
+    workers = config.workers if config.workers is not None else (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
     if workers < 1:
         raise ValueError("workers must be at least 1")
     root = str(corpus.root.resolve())

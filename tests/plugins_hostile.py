@@ -90,7 +90,7 @@ class BusyMean(NoisyMean):
     """NoisyMean after ``work`` seconds of pure-CPU work (no BLAS; for speed measurements)."""
 
     name = "test_busy_mean"
-    defaults = {"work": Param(0.02, "test")}
+    defaults = {"work": Param(0.1, "test")}
 
     def _run(self, data, facts, epsilon, delta, rng):
         end = time.process_time() + self.params["work"]

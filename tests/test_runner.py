@@ -177,8 +177,12 @@ def test_cli_on_a_corpus_outside_the_repository_runs_30_trials(tmp_path, capsys)
     rc = main(["bench", "--corpus", str(corpus), "--algorithm", P + "NoisyMean", "--results", str(results),
                "--dry-run"])
     assert rc == 0 and "90 trials to run (30 of 120 already stored)" in capsys.readouterr().out
-    # invalid input exits with status 2
-    assert main(["bench", "--corpus", str(corpus), "--algorithm", "no_such", "--results", str(results)]) == 2
+    # invalid input exits with status 2 and runs nothing
+    base = ["bench", "--corpus", str(corpus), "--results", str(results), "--algorithm", P + "NoisyMean"]
+    for bad in (["--algorithm", "no_such"], ["--trials", "0"], ["--time-limit", "0"], ["--workers", "0"],
+                ["--epsilon", "-1"], ["--memory-limit", "-5"], ["--delta", "1"], ["--instance", "nope"]):
+        assert main(base + bad) == 2, bad
+    assert len(read_trials(results)) == 30
 
 
 def test_entry_point_plugins_are_benchmarked(tmp_path, mroz_corpus):
