@@ -89,9 +89,9 @@ class OLSFit:
 
 def fit_ols(X: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None, clusters: np.ndarray | None = None,
             nested_columns: tuple[int, ...] = ()) -> OLSFit:
-    """Fit OLS (WLS with ``weights``) with statsmodels (QR, as R's ``lm``)."""
+    """Fit OLS (WLS with ``weights``) with statsmodels (SVD pseudo-inverse; the design is full rank)."""
     model = sm.WLS(y, X, weights=weights) if weights is not None else sm.OLS(y, X)
-    res = model.fit(method="qr")
+    res = model.fit(method="pinv")  # one SVD; "qr" in statsmodels computes the pinv as well
     return OLSFit(X, y, weights, clusters, tuple(nested_columns), np.asarray(res.params, dtype=float), res)
 
 
