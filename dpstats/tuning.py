@@ -25,7 +25,9 @@ level:
 4. **Held-out check.** The best candidate and the default run on the
    held-out studies; the tuned variant is *accepted* only if its held-out
    rank key is strictly better than the default's (a smaller finite tau@50,
-   or under the infinity rule a higher reached rate, then a smaller threshold).
+   or under the infinity rule a higher reached rate, then a smaller threshold)
+   and, with ``--min-improvement F``, its finite tau@50 is at least a share
+   ``F`` below the default's.
 
 The outcome, accepted or not, is written as JSON (default: the package's
 ``dpstats/tuned/`` folder) with the split, the grid, every score and the
@@ -322,6 +324,7 @@ class TuningResult:
     heldout: dict[str, Any]
     decision: str
     skipped_instances: list[str] = field(default_factory=list)
+    min_improvement: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready description (infinite numbers as the string ``"inf"``)."""
@@ -346,7 +349,8 @@ class TuningResult:
             "default_params": self.default_params, "grid": self.grid, "split": self.split, "trials": self.trials,
             "trial_seeds": "numpy.random.default_rng([split.seed, t]) for t = 0 .. trials-1",
             "scores": {"train": self.train_scores, "heldout": self.heldout}, "decision": self.decision,
-            "skipped_instances": self.skipped_instances, "dpstats_version": __version__,
+            "skipped_instances": self.skipped_instances, "min_improvement": self.min_improvement,
+            "dpstats_version": __version__,
             "created": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         })
 
@@ -382,7 +386,7 @@ def _unknown(name: str) -> type:
 
 def tune(algorithm: str | type, epsilon: float, task: str | None = None, trials: int = 10, seed: int = 0,
          corpus: Any = None, delta: float = 1e-6, max_studies: int | None = None, time_limit: float = 60.0,
-         log: Callable[[str], None] | None = None) -> TuningResult:
+         min_improvement: float = 0.0, log: Callable[[str], None] | None = None) -> TuningResult:
     """Tune an algorithm's hyperparameters at one privacy level.
 
     Parameters
@@ -402,6 +406,10 @@ def tune(algorithm: str | type, epsilon: float, task: str | None = None, trials:
         Use only this many studies (a seeded subset) to save time.
     time_limit : float
         Seconds after which a finished trial counts as a timeout.
+    min_improvement : float
+        When both held-out tau@50 are finite, the tuned one must be at most
+        ``(1 - min_improvement)`` times the default's (0: any strict
+        improvement, the protocol's rule).
     log : callable, optional
         Receives progress lines.
 
@@ -447,11 +455,17 @@ def tune(algorithm: str | type, epsilon: float, task: str | None = None, trials:
     d_sc = _score(run_config(cls, defaults, held, epsilon, delta, trials, seed, time_limit), held)
     t_sc = _score(run_config(cls, {**defaults, **best_over}, held, epsilon, delta, trials, seed, time_limit), held)
     accepted = t_sc["key"] < d_sc["key"]
-    fmt = ev.format_tau50
-    decision = (f"held-out tau@50 {fmt(t_sc['tau50'], t_sc['reaches'])} (tuned) vs "
-                f"{fmt(d_sc['tau50'], d_sc['reaches'])} (default): "
-                + ("tuned variant accepted" if accepted else "not better, rejected"))
+    if accepted and math.isfinite(d_sc["tau50"]):
+        accepted = t_sc["tau50"] <= (1.0 - min_improvement) * d_sc["tau50"]
+
+    def fmt(sc: Mapping[str, Any]) -> str:
+        return f"{sc['tau50']:.6g}" if math.isfinite(sc["tau50"]) else ev.format_tau50(sc["tau50"], sc["reaches"])
+
+    need = f" by at least {min_improvement:.0%}" if min_improvement > 0 else ""
+    decision = (f"held-out tau@50 {fmt(t_sc)} (tuned) vs {fmt(d_sc)} (default): "
+                + ("tuned variant accepted" if accepted else f"not better{need}, rejected"))
     say("  " + decision)
+    base["min_improvement"] = float(min_improvement)
     return TuningResult(**base, accepted=bool(accepted), params=dict(best_over), train_scores=scores,
                         heldout={"default": {"params": {}, **d_sc}, "tuned": {"params": best_over, **t_sc}},
                         decision=decision)
@@ -566,6 +580,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the split and of the trials (0)")
     p.add_argument("--max-studies", type=int, metavar="K", help="tune on a seeded subset of K studies")
     p.add_argument("--delta", type=float, default=1e-6, help="delta (1e-6)")
+    p.add_argument("--min-improvement", type=float, default=0.0, metavar="F",
+                   help="required relative improvement of the held-out tau@50 (0: any strict improvement)")
     p.add_argument("--corpus", metavar="DIR", help="corpus (default: the public corpus)")
     p.add_argument("--out", metavar="DIR", help=f"where to write the JSON files (default: {TUNED_DIR})")
     return p
@@ -579,7 +595,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     for eps in dict.fromkeys(args.epsilon):
         print(f"tuning {args.algorithm} at epsilon = {eps:g}")
         res = tune(args.algorithm, eps, task=args.task, trials=args.trials, seed=args.seed, corpus=corpus,
-                   delta=args.delta, max_studies=args.max_studies, log=print)
+                   delta=args.delta, max_studies=args.max_studies, min_improvement=args.min_improvement, log=print)
         path = write_tuned(res, args.out)
         verdict = f"accepted as {res.name} with {res.params}" if res.accepted else "not accepted"
         print(f"{res.algorithm} at epsilon = {eps:g}: {verdict} ({res.decision}); wrote {path}")

@@ -141,6 +141,15 @@ def test_tuning_accepts_a_better_clip_and_writes_the_evidence(toy_corpus: Corpus
     assert issubclass(cls, ToyGrid)
 
 
+def test_min_improvement_margin(toy_corpus: Corpus) -> None:
+    loose = tuning.tune(ToyGrid, 1.0, trials=6, seed=3, corpus=toy_corpus, min_improvement=0.5)
+    assert loose.accepted  # clip 6 against 32: several times smaller errors
+    strict = tuning.tune(ToyGrid, 1.0, trials=6, seed=3, corpus=toy_corpus, min_improvement=0.99)
+    assert not strict.accepted and "by at least 99%" in strict.decision
+    assert strict.heldout["tuned"]["tau50"] < strict.heldout["default"]["tau50"]
+    assert strict.to_json()["min_improvement"] == 0.99
+
+
 def test_scaling_rule_tunes_a_class_without_grid(toy_corpus: Corpus) -> None:
     res = tuning.tune(ToyMean, 3.0, trials=4, seed=0, corpus=toy_corpus)
     assert res.grid["rule"] == "scaled"
