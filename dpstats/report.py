@@ -646,7 +646,8 @@ def _write_site(trials: pd.DataFrame, lb: pd.DataFrame, prof: pd.DataFrame, fact
 
     # overview ----------------------------------------------------------------
     parts = ["<h1>dpstats benchmark results</h1>"]
-    parts.append(f"<p>{len(prep)} trials of {prep['algorithm'].nunique()} algorithms on "
+    n_alg = len(prep[["task", "algorithm"]].drop_duplicates())
+    parts.append(f"<p>{len(prep)} trials of {n_alg} algorithm{'s' * (n_alg != 1)} (counted per task) on "
                  f"{prep['instance'].nunique()} instances from {prep['study'].nunique()} studies; corpora: "
                  f"{_e(', '.join(corpora))}.</p>")
     rows = []
