@@ -110,6 +110,10 @@ def _load_builtin() -> None:
         obj = ep.load()
         for cls in obj if isinstance(obj, (list, tuple)) else [obj]:
             register(cls)
+    # accepted tuned configurations (dpstats/tuned/*.json) become <algo>_tuned_eps<E>
+    from ..tuning import register_tuned
+
+    register_tuned()
 
 
 def list_algorithms(task: str | None = None, interpretation: str | None = None) -> list[type[Algorithm]]:
