@@ -48,10 +48,16 @@ Each worker process runs the trials of a job one after the other. Before each
 trial it records its resident (RSS) and virtual (VMS) size, resets the
 kernel's peak-RSS counter (``/proc/self/clear_refs``) and lowers its
 address-space limit (``RLIMIT_AS``) to ``VMS + 1.25 x memory limit``, so that a
-single huge allocation fails at once with ``MemoryError``. The supervising
-process polls the worker every ``poll`` seconds (default 0.02) and kills its
-process group when the trial's wall time exceeds the time limit or its RSS
-exceeds the starting RSS by more than the memory limit. ``peak_mb`` is the
+single huge allocation fails at once with ``MemoryError``; it publishes the
+running trial (index, start time, starting RSS) in a small shared-memory
+block. The supervising process checks the worker every ``poll`` seconds
+(default 0.02) and kills its process group when the trial's wall time exceeds
+the time limit or its RSS exceeds the starting RSS by more than the memory
+limit. Finished trials reach the supervisor in batches (at least every
+``FLUSH_INTERVAL`` = 0.05 s), so fast trials cost no message each; after a
+kill or a crash the shared block says which trial was running, and the
+job's trials that had finished but not yet been sent are run again (they are
+deterministic). ``peak_mb`` is the
 trial's peak RSS above its starting RSS (MB): the memory the algorithm itself
 used, not the interpreter and cached data. ``seconds`` is the wall time of
 ``run`` alone (for a timeout: the time until the kill).
@@ -64,11 +70,11 @@ input in place fails with ``error`` instead of corrupting later trials.
 Examples
 --------
 >>> from dpstats.corpus import Corpus
->>> from dpstats.trial import Problem, run_trial, Limits
+>>> from dpstats.trial import Limits, Problem, run_trial
 >>> problem = Problem.from_instance(Corpus.public().instance("mroz87_lwage"))  # doctest: +SKIP
->>> run_trial("my_module:MyAlgorithm", problem, epsilon=1.0, delta=1e-6, seed=0,
-...           limits=Limits(time=10))  # doctest: +SKIP
-TrialResult(algorithm='my_algorithm', ..., status='ok', ratio=0.83, ...)
+>>> r = run_trial("adassp", problem, epsilon=1.0, delta=1e-6, seed=0, limits=Limits(time=10))  # doctest: +SKIP
+>>> r.status, r.ratio  # doctest: +SKIP
+('ok', 0.83...)
 """
 
 from __future__ import annotations
@@ -89,7 +95,7 @@ import time
 import traceback
 import warnings
 from collections import deque
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
