@@ -205,8 +205,8 @@ class _BLBBase(Algorithm):
 
 
 _DEFAULTS = {
-    "rows_per_param": Param(3.0, "subset size >= rows_per_param * d + min_extra rows (as sa_median; see docs)"),
-    "min_extra": Param(10, "extra rows per subset (as sa_median)"),
+    "rows_per_param": Param(3.0, "subset size >= rows_per_param * d + min_extra rows (as sa_coef_median; see docs)"),
+    "min_extra": Param(10, "extra rows per subset (as sa_coef_median)"),
     "blb_sims": Param(10, "resamples per subset: blb_sims = 10 in the authors' OLS demo"),
     "t_mean": Param(5, "CoinPress steps for the mean: t_mean = 5 in the authors' demo"),
     "t_cov": Param(5, "CoinPress steps for the variance: t_cov = 5 in the authors' demo"),

@@ -14,12 +14,12 @@ Privately:
    public grid, then Smith's median);
 2. clipping scales ``C_R`` for ``R_b = N_b - theta0 D_b`` and ``C_D`` for
    ``D_b`` from private quantiles on a public geometric grid;
-3. one Gaussian release of ``(sum clip(R_b, +-C_R), sum clip(D_b, 0, C_D))``
+3. Laplace releases of ``sum clip(R_b, +-C_R)`` and ``sum clip(D_b, 0, C_D)``
    (sensitivities ``2 C_R`` and ``C_D``: one row changes one block);
 4. ``theta0 + S_R / S_D``, kept inside the pilot's private range.
 
-Accounting is zCDP: exponential mechanisms cost ``eps^2/8`` (bounded range),
-the Gaussian release ``Delta^2 / (2 sigma^2)`` per coordinate.
+Accounting is pure DP by basic composition (five exponential mechanisms and
+two Laplace mechanisms); ``delta`` is not used.
 """
 
 from __future__ import annotations
@@ -28,13 +28,12 @@ import math
 
 import numpy as np
 
-from ..privacy import ZCDPAccountant
+from ..privacy import PureAccountant
 from . import register
 from ._sce_utils import (
     BlockStats,
     block_fwl,
     choose_blocks,
-    em_zcdp_cost,
     positive_grid,
     private_grid_quantile,
     private_interval,
@@ -49,7 +48,7 @@ __all__ = ["FWLBlocks", "fwl_block_release"]
 
 def fwl_block_release(
     bs: BlockStats,
-    acc: ZCDPAccountant,
+    acc: PureAccountant,
     rng: np.random.Generator,
     *,
     pilot_share: float,
@@ -60,19 +59,19 @@ def fwl_block_release(
     clip_R: float,
     clip_D: float,
 ) -> tuple[float, dict]:
-    """Run steps 1-4 on block statistics, spending the accountant's whole budget.
+    """Run steps 1-4 on block statistics, spending the accountant's whole budget (pure DP).
 
     Parameters
     ----------
     bs : BlockStats
         Per-block Frisch-Waugh statistics (one row changes one block).
-    acc : ZCDPAccountant
+    acc : PureAccountant
         Fresh accountant; exhausted on return.
     pilot_share, scale_share : float
-        Shares of rho for the pilot (3 exponential mechanisms) and the two
-        scale quantiles; the rest goes to the Gaussian release.
+        Shares of epsilon for the pilot (3 exponential mechanisms) and the
+        two scale quantiles; the rest goes to the two Laplace sums.
     d_share : float
-        Share of the Gaussian rho spent on the denominator sum.
+        Share of the sums' epsilon spent on the denominator sum.
     q_R, q_D : float
         Quantiles for the clipping scales.
     clip_R, clip_D : float
@@ -83,41 +82,41 @@ def fwl_block_release(
     estimate : float
     details : dict
     """
-    rho = acc.rho
+    eps = acc.epsilon
     theta = bs.theta
-    # 1. pilot: private range + Smith median (3 EMs of equal epsilon)
-    e_pilot = math.sqrt(8.0 * pilot_share * rho / 3.0)
+    # 1. pilot: private range + Smith median
+    e_pilot = pilot_share * eps / 3.0
     lo, hi = private_interval(theta, 0.25, 0.75, e_pilot, rng, symmetric_grid(), widen=1.0)
-    acc.spend_rho("grid quantile (pilot range low)", em_zcdp_cost(e_pilot), note=f"eps={e_pilot:.4g}")
-    acc.spend_rho("grid quantile (pilot range high)", em_zcdp_cost(e_pilot), note=f"eps={e_pilot:.4g}")
+    acc.spend("grid quantile (pilot range low)", e_pilot, note="sensitivity 1")
+    acc.spend("grid quantile (pilot range high)", e_pilot, note="sensitivity 1")
     theta0 = private_median_interval(theta, lo, hi, e_pilot, rng)
-    acc.spend_rho("Smith median (pilot)", em_zcdp_cost(e_pilot), note=f"eps={e_pilot:.4g}")
-    # 2. scales (2 EMs)
-    e_scale = math.sqrt(8.0 * scale_share * rho / 2.0)
+    acc.spend("Smith median (pilot)", e_pilot, note="sensitivity 1")
+    # 2. scales
+    e_scale = scale_share * eps / 2.0
     R = bs.N - theta0 * bs.D
-    grid = positive_grid()
+    grid = positive_grid(1e-20, 1e20, 4)
     _, cr = private_grid_quantile(np.abs(R), q_R, grid, e_scale, rng)
-    acc.spend_rho("grid quantile (scale of R_b)", em_zcdp_cost(e_scale), note=f"eps={e_scale:.4g}")
+    acc.spend("grid quantile (scale of R_b)", e_scale, note="sensitivity 1")
     _, cd = private_grid_quantile(bs.D, q_D, grid, e_scale, rng)
-    acc.spend_rho("grid quantile (scale of D_b)", em_zcdp_cost(e_scale), note=f"eps={e_scale:.4g}")
+    acc.spend("grid quantile (scale of D_b)", e_scale, note="sensitivity 1")
     C_R = clip_R * cr
     C_D = clip_D * cd
-    # 3. Gaussian release of the two clipped sums
-    rho_g = acc.remaining
-    rho_D = d_share * rho_g
-    rho_R = rho_g - rho_D
-    sig_R = 2.0 * C_R / math.sqrt(2.0 * rho_R)
-    sig_D = C_D / math.sqrt(2.0 * rho_D)
-    S_R = float(np.sum(np.clip(R, -C_R, C_R))) + rng.normal(0.0, sig_R)
-    acc.spend_gaussian("Gaussian sum of clipped R_b", 2.0 * C_R, sig_R, note="one block changes")
-    S_D = float(np.sum(np.clip(bs.D, 0.0, C_D))) + rng.normal(0.0, sig_D)
-    acc.spend_gaussian("Gaussian sum of clipped D_b", C_D, sig_D, note="one block changes")
+    # 3. Laplace release of the two clipped sums
+    e_sum = acc.remaining
+    e_D = d_share * e_sum
+    e_R = e_sum - e_D
+    b_R = 2.0 * C_R / e_R
+    b_D = C_D / e_D
+    S_R = float(np.sum(np.clip(R, -C_R, C_R))) + rng.laplace(0.0, b_R)
+    acc.spend("Laplace sum of clipped R_b", e_R, note=f"sensitivity 2 C_R = {2 * C_R:.6g}")
+    S_D = float(np.sum(np.clip(bs.D, 0.0, C_D))) + rng.laplace(0.0, b_D)
+    acc.spend("Laplace sum of clipped D_b", e_D, note=f"sensitivity C_D = {C_D:.6g}")
     # 4. ratio, kept in the pilot range (post-processing)
     est = theta0 + S_R / S_D if S_D > 0 else theta0
     est = float(np.clip(est, lo, hi))
     return est, {
         "k": bs.k, "valid_blocks": int(bs.valid.sum()), "theta0": theta0, "pilot_range": (lo, hi),
-        "C_R": C_R, "C_D": C_D, "sigma_R": sig_R, "sigma_D": sig_D,
+        "C_R": C_R, "C_D": C_D, "laplace_R": b_R, "laplace_D": b_D,
     }
 
 
@@ -125,7 +124,7 @@ def fwl_block_release(
 class FWLBlocks(Algorithm):
     """Noisy clipped sums of per-block Frisch-Waugh numerators and denominators (our design).
 
-    Privacy: zCDP; every mechanism sees the block statistics, and replacing
+    Privacy: pure DP; every mechanism sees the block statistics, and replacing
     one row changes the statistics of exactly one block. See the module
     docstring and the docs page for the argument.
     """
@@ -138,18 +137,18 @@ class FWLBlocks(Algorithm):
     defaults = {
         "rows_per_param": Param(2.0, "block size >= rows_per_param * d + min_extra (tuned on the public corpus)"),
         "min_extra": Param(5, "extra rows per block (tuned on the public corpus)"),
-        "pilot_share": Param(0.2, "share of rho for the pilot median (our choice)"),
-        "scale_share": Param(0.1, "share of rho for the two clipping-scale quantiles (our choice)"),
-        "d_share": Param(0.25, "share of the Gaussian rho for the denominator sum (our choice)"),
-        "q_R": Param(0.9, "quantile of |R_b| for its clipping scale (our choice)"),
-        "q_D": Param(0.9, "quantile of D_b for its clipping scale (our choice)"),
-        "clip_R": Param(1.5, "multiplier of the |R_b| quantile (our choice)"),
-        "clip_D": Param(1.25, "multiplier of the D_b quantile (our choice)"),
+        "pilot_share": Param(0.3, "share of epsilon for the pilot median (our choice)"),
+        "scale_share": Param(0.2, "share of epsilon for the two clipping-scale quantiles (our choice)"),
+        "d_share": Param(0.25, "share of the sums' epsilon for the denominator sum (our choice)"),
+        "q_R": Param(0.5, "quantile of |R_b| for its clipping scale: the median, locatable with few blocks (our choice)"),
+        "q_D": Param(0.5, "quantile of D_b for its clipping scale (our choice)"),
+        "clip_R": Param(3.0, "multiplier of the |R_b| quantile (our choice)"),
+        "clip_D": Param(2.0, "multiplier of the D_b quantile (our choice)"),
     }
 
     def _run(self, data, facts, epsilon, delta, rng):
         p = self.params
-        acc = ZCDPAccountant(epsilon, delta)
+        acc = PureAccountant(epsilon, delta)
         k = choose_blocks(data.n, data.d, p["rows_per_param"], p["min_extra"])
         bs = block_fwl(data.X, data.y, facts.coef_index, random_blocks(data.n, k, rng))
         est, det = fwl_block_release(

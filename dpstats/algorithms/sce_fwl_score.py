@@ -83,6 +83,7 @@ def fwl_score_release(
     c_u: float,
     c_v: float,
     ridge: float,
+    shrink: float,
 ) -> tuple[float, dict]:
     """Run both stages, spending the accountant's whole budget.
 
@@ -100,16 +101,19 @@ def fwl_score_release(
     W = np.column_stack([X[:, controls], X[:, j], y])
     p = W.shape[1]
     ix_c, iy_c = p - 2, p - 1  # positions of x and y among the columns of W
-    public = np.array([is_binary_public(facts, nm) for nm in names])
+    weighted = bool(getattr(facts, "weighted", False))
+    # rows of weighted instances are scaled by sqrt(weight): public bounds no longer hold
+    bounds = {} if weighted else dict(facts.bounds)
+    public = np.array([(not weighted) and is_binary_public(facts, nm) for nm in names])
     n_private = int((~public).sum())
     # ---- stage 1a: private location and scale of each non-binary column, and a row-norm bound
     e_em = math.sqrt(8.0 * scale_share * rho / (2 * n_private + 1))
     loc = np.zeros(p)
     scale = np.ones(p)
     for c in np.flatnonzero(~public):
-        loc[c], sc = private_location_scale(W[:, c], e_em, rng, facts.bounds.get(names[c]))
+        loc[c], sc = private_location_scale(W[:, c], e_em, rng, bounds.get(names[c]))
         acc.spend_rho(f"grid median ({names[c]})", em_zcdp_cost(e_em))
-        acc.spend_rho(f"grid median of non-zero |w - loc| ({names[c]})", em_zcdp_cost(e_em))
+        acc.spend_rho(f"grid median of non-zero pair differences ({names[c]})", em_zcdp_cost(e_em))
         scale[c] = scale_factor * sc
         if icpt is None:
             loc[c] = 0.0
@@ -153,7 +157,7 @@ def fwl_score_release(
     # largest |standardised value| each column can take under its public bounds (inf without)
     half = np.full(p, np.inf)
     for c in range(p):
-        bnd = facts.bounds.get(names[c])
+        bnd = bounds.get(names[c])
         if bnd is not None and np.isfinite(bnd[0]) and np.isfinite(bnd[1]):
             half[c] = max(abs(bnd[0] - loc[c]), abs(bnd[1] - loc[c])) / scale[c]
     B_u = float(half[ix_c] + abs(g_c) + np.sum(np.abs(g_z) * half[:ix_c]))
@@ -187,8 +191,14 @@ def fwl_score_release(
     T = max(T, 0.25 * Dx_f, sig_T)
     unit = scale[iy_c] / scale[ix_c]
     est = (theta0 + S / T) * unit
+    # positive-part shrinkage towards 0 by the estimate's own privacy-noise z-score (post-processing):
+    # when the noise swamps the signal, 0 is a better guess than a noisy ratio
+    noise_sd = math.sqrt(sig_S**2 + (S / T) ** 2 * sig_T**2) / T * abs(unit)
+    raw = est
+    if shrink > 0 and est != 0:
+        est = est * max(0.0, 1.0 - shrink * noise_sd**2 / est**2)
     return float(est), {
-        "theta0": float(theta0 * unit), "row_bound": B, "sigma_gram": sig_G, "C_u": C_u, "C_v": C_v,
+        "theta0": float(theta0 * unit), "unshrunk": float(raw), "noise_sd": float(noise_sd), "row_bound": B, "sigma_gram": sig_G, "C_u": C_u, "C_v": C_v,
         "B_u": B_u, "B_v": B_v, "sigma_S": sig_S, "sigma_T": sig_T, "private_columns": n_private,
     }
 
@@ -212,12 +222,13 @@ class FWLScore(Algorithm):
         "gram_share": Param(0.3, "share of rho for the noisy Gram matrix (our choice)"),
         "q_share": Param(0.05, "share of rho for the stage-2 clipping medians (our choice)"),
         "t_share": Param(0.15, "share of the remaining rho for the denominator sum (our choice)"),
-        "scale_factor": Param(1.5, "column scale = scale_factor * private median of |w - median| (our choice)"),
+        "scale_factor": Param(1.0, "column scale = scale_factor * private median of non-zero pair differences (our choice)"),
         "col_clip": Param(10.0, "standardised columns are clipped to +-col_clip in the Gram (our choice)"),
         "kappa": Param(20.0, "clipping quantiles q = 1 - kappa / (epsilon_em n): about kappa/epsilon_em rows lie above (our choice)"),
         "c_u": Param(1.0, "multiplier of the |u| quantile (our choice)"),
         "c_v": Param(1.0, "multiplier of the |v| quantile (our choice)"),
         "ridge": Param(1.0, "eigenvalue floor of the noisy control Gram, in units of sigma sqrt(p+1) (our choice)"),
+        "shrink": Param(1.0, "positive-part shrinkage of the estimate towards 0 by its noise z-score (our choice)"),
         "q_row_max": Param(0.9, "the Gram row bound is at most the 0.9 quantile of row norms (our choice)"),
     }
 

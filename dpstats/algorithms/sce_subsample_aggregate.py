@@ -9,9 +9,9 @@ block value is private at the block level.
 Two aggregates, both bound-free (the range of the block coefficients is found
 privately on a public symmetric geometric grid):
 
-``sa_median``
+``sa_coef_median``
     Smith's (2011) private median on the private range.
-``sa_winsorized``
+``sa_coef_winsorized``
     A noisy winsorised mean (Laplace) on the private range.
 
 A block where the coefficient is not identified (the regressor of interest
@@ -66,7 +66,7 @@ class SAMedian(Algorithm):
     median on that range spends the rest. ``delta`` is not used.
     """
 
-    name = "sa_median"
+    name = "sa_coef_median"
     task = "sce"
     citation = _CITATION
     interpretation = "standard"
@@ -108,7 +108,7 @@ class SAWinsorized(Algorithm):
     One row changes one block: its term moves by at most ``U - L``.
     """
 
-    name = "sa_winsorized"
+    name = "sa_coef_winsorized"
     task = "sce"
     citation = _CITATION
     interpretation = "standard"
