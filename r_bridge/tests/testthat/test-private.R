@@ -1,0 +1,127 @@
+test_that("dp_coef gives the same release as Python on the same data frame and seed", {
+  mroz <- mroz_data()
+  res <- dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, bounds = list(educ = c(0, 20)), seed = 3)
+  expect_s3_class(res, "dp_result")
+  # the same number computed by calling Python directly, on reticulate's own conversion of the data frame
+  dp <- reticulate::import("dpstats", convert = TRUE)
+  py <- dp$private_coef(reticulate::r_to_py(mroz), "lwage ~ educ + exper + I(exper**2)", coef = "educ",
+                        epsilon = 1, bounds = reticulate::dict(educ = c(0, 20)), seed = 3L)
+  expect_identical(unname(coef(res)), py$estimate)
+  expect_identical(res$n, 428L)
+  expect_identical(res$method, py$method)
+  # another seed, another release
+  other <- dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, bounds = list(educ = c(0, 20)), seed = 4)
+  expect_false(identical(coef(other), coef(res)))
+  again <- dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, bounds = list(educ = c(0, 20)), seed = 3)
+  expect_identical(coef(again), coef(res))
+})
+
+test_that("dp_ols and dp_mean match Python and name their estimates", {
+  mroz <- mroz_data()
+  dp <- reticulate::import("dpstats", convert = TRUE)
+  ols <- dp_ols(lwage ~ educ + exper, mroz, epsilon = 2, bounds = list(educ = c(0, 20)), seed = 5)
+  py <- dp$private_ols(reticulate::r_to_py(mroz), "lwage ~ educ + exper", epsilon = 2,
+                       bounds = reticulate::dict(educ = c(0, 20)), seed = 5L)
+  expect_identical(names(coef(ols)), c("Intercept", "educ", "exper"))
+  # (numpy arrays are read as lists: reticulate 1.28 cannot convert numpy 2 arrays)
+  expect_identical(unname(coef(ols)), as.numeric(unlist(py$estimate$tolist())))
+  m <- dp_mean(mroz, c("educ", "age"), epsilon = 1, bounds = list(educ = c(0, 20), age = c(18, 65)), seed = 2)
+  pm <- dp$private_mean(reticulate::r_to_py(mroz), list("educ", "age"), epsilon = 1,
+                        bounds = reticulate::dict(educ = c(0, 20), age = c(18, 65)), seed = 2L)
+  expect_identical(unname(coef(m)), as.numeric(unlist(pm$estimate$tolist())))
+  expect_identical(m$n, 753L)
+})
+
+test_that("result methods: print, summary, tidy, interpretation", {
+  mroz <- mroz_data()
+  res <- dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, delta = 1e-7, bounds = list(educ = c(0, 20)))
+  expect_output(print(res), "Differentially private regression coefficient")
+  expect_output(print(summary(res)), "lwage ~ educ + exper + I(exper ** 2)", fixed = TRUE)
+  expect_output(print(summary(res)), "educ in [0, 20]", fixed = TRUE)
+  td <- dp_tidy(res)
+  expect_identical(names(td), c("term", "estimate", "epsilon", "delta", "method", "interpretation"))
+  expect_identical(td$term, "educ")
+  expect_identical(td$estimate, unname(coef(res)))
+  expect_identical(td$delta, 1e-7)
+  expect_identical(as.data.frame(res), td)
+  txt <- dp_interpretation(res)
+  expect_s3_class(txt, "dp_text")
+  expect_match(txt, "e^epsilon = 2.72", fixed = TRUE)
+  expect_match(txt, "noise")
+  expect_output(print(txt), "differentially private")
+  # the non-private diagnostics are kept apart and out of the printed release
+  expect_identical(res$diagnostics$dropped_missing, 325L)
+  expect_false(grepl("325", paste(capture.output(print(summary(res))), collapse = "\n")))
+})
+
+test_that("missing values survive the trip to Python in every column type", {
+  skip_if_no_dpstats()
+  set.seed(1)
+  n <- 60
+  df <- data.frame(
+    y = rnorm(n), x = rnorm(n), k = sample(1:5, n, TRUE), flag = sample(c(TRUE, FALSE), n, TRUE),
+    grp = factor(sample(c("a", "b", "c"), n, TRUE)), lab = sample(c("u", "v"), n, TRUE),
+    stringsAsFactors = FALSE
+  )
+  df$k[1:3] <- NA
+  df$flag[4:5] <- NA
+  df$grp[6] <- NA
+  df$lab[7] <- NA
+  res <- dp_ols(y ~ x + k + flag + grp + lab, df, epsilon = 1, seed = 1)
+  expect_identical(res$n, as.integer(n - 7))
+  expect_identical(res$diagnostics$dropped_missing, 7L)
+  expect_true("C(grp)[T.b]" %in% names(coef(res)) || "grp[T.b]" %in% names(coef(res)))
+  expect_true("lab[T.v]" %in% names(coef(res)))
+  back <- dpstats:::dp_columns_from_py(reticulate::import_from_path(
+    "dpstats_r", system.file("python", package = "dpstats"))$frame_to_r(
+      do.call(reticulate::import_from_path("dpstats_r", system.file("python", package = "dpstats"))$frame_from_r,
+              unname(dpstats:::dp_columns_to_py(df)))))
+  expect_identical(back$k, as.numeric(df$k))
+  expect_identical(back$flag, as.numeric(df$flag))
+  expect_identical(back$grp, df$grp)
+  expect_identical(back$lab, df$lab)
+})
+
+test_that("Python errors arrive as dpstats_error conditions with the Python message", {
+  mroz <- mroz_data()
+  expect_error(dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 0), "^epsilon must be a positive",
+               class = "dpstats_error")
+  e <- tryCatch(dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, method = "nope"), error = identity)
+  expect_s3_class(e, "dpstats_ValueError")
+  expect_match(conditionMessage(e), "method: unknown method 'nope' for private_coef\\(\\); known: .*adassp")
+  expect_identical(e$python_type, "ValueError")
+  expect_error(dp_coef(MROZ_FORMULA, mroz, coef = "schooling", epsilon = 1), "^coef: 'schooling'",
+               class = "dpstats_error")
+  expect_error(dp_coef(lwage ~ schooling, mroz, coef = "schooling", epsilon = 1), class = "dpstats_error")
+  expect_error(dp_coef(MROZ_FORMULA, mroz, coef = "educ"), "epsilon is required", class = "dpstats_error")
+  expect_error(dp_mean(mroz, "educ", epsilon = 1, bounds = list(educ = c(30, 40))), "contains none",
+               class = "dpstats_error")
+  expect_error(dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, bounds = c(0, 20)), "named list",
+               class = "dpstats_error")
+})
+
+test_that("Python warnings arrive as R warnings", {
+  mroz <- mroz_data()
+  expect_warning(dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, bounds = list(educ = c(0, 12))),
+                 "lie outside the declared range", class = "dpstats_warning")
+  expect_warning(dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, delta = 0.01, bounds = list(educ = c(0, 20))),
+                 "exceeds 1/n", class = "dpstats_UserWarning")
+  algos <- dp_algorithms("sce")
+  leaky <- algos$name[algos$interpretation != "standard"]
+  skip_if(length(leaky) == 0L, "no non-standard sce algorithm registered")
+  expect_warning(res <- dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, method = leaky[1],
+                                bounds = list(educ = c(0, 20))),
+                 class = "dpstats_privacy_leak")
+  expect_false(identical(res$interpretation_class, "standard"))
+  expect_output(print(res), "NOT differentially private")
+})
+
+test_that("a declined release is a result", {
+  mroz <- mroz_data()
+  algos <- dp_algorithms("sce")
+  skip_if_not("noisystats" %in% algos$name, "noisystats is not registered")
+  res <- dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, method = "noisystats")
+  expect_true(res$declined)
+  expect_true(is.na(coef(res)))
+  expect_output(print(res), "declined")
+})
