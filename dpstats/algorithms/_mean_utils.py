@@ -181,16 +181,20 @@ def grid_quantile(x: np.ndarray, rank: int, grid: np.ndarray, epsilon: float, rn
     return float(grid[j])
 
 
-def pair_differences(x: np.ndarray) -> np.ndarray:
-    """``|x_{2i} - x_{2i+1}|`` for the ``floor(n/2)`` consecutive pairs of rows.
+def pair_differences(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``|x_a - x_b|`` over ``floor(n/2)`` disjoint pairs of rows drawn by a random permutation.
 
-    Replacing one row of ``x`` changes at most one pair difference, so a
-    count over the differences has sensitivity 1. The differences do not
-    depend on the location of ``x``: a scale found from them needs no centre.
+    The pairing comes from ``rng`` and not from the data, so replacing one row
+    changes at most one pair difference (a count over the differences has
+    sensitivity 1). A random pairing matters: data files are often sorted
+    (by group, by a dummy), and consecutive rows are then nearly equal. The
+    differences do not depend on the location of ``x``: a scale found from
+    them needs no centre.
     """
     x = np.asarray(x, dtype=float).reshape(-1)
     m = x.size // 2
-    return np.abs(x[0 : 2 * m : 2] - x[1 : 2 * m : 2])
+    perm = rng.permutation(x.size)
+    return np.abs(x[perm[0:m]] - x[perm[m : 2 * m]])
 
 
 def clip_box(X: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -247,3 +251,54 @@ def noisy_max_bin(bins: np.ndarray, n_bins: int, epsilon: float, rng: np.random.
         b = int(rng.integers(n_bins))
         if b not in taken:
             return b
+
+
+def tail_scale_scores(dev: np.ndarray, k: float, q: float | None, grid: np.ndarray) -> np.ndarray:
+    """Tie-robust scores for a scale with about ``t`` deviations beyond it.
+
+    ``t = k`` when ``q`` is None, else ``t = min(k, (1 - q) N)``.
+
+    With ``U(g) = #{dev_i > g}``, ``N = #{dev_i > 0}`` and
+    ``t = min(k, (1 - q) N)``, grid point ``g_j`` stands for the cell
+    ``(g_{j-1}, g_j]`` and scores ``-max(0, t + 1 - U(g_{j-1}), U(g_j) - t)``
+    (``U(g_{-1})`` is ``n`` when ``g_0 = 0``, else ``N``): zero for the cell
+    where the count beyond crosses ``t``, so ties (integer data, a spike at
+    the maximum) do not make the score flat above the largest deviation.
+    With ``g_0 = 0`` in the grid some cell always scores 0 (0 itself when
+    fewer than ``t`` deviations are positive), so every cell above the
+    largest deviation loses at least ``t + 1`` against it.
+
+    * For ``N >= k / (1 - q)`` this targets the ``k``-th largest deviation: a
+      public number of points beyond the scale, so the cells above the largest
+      deviation score at most ``-k`` whatever the data; that margin keeps the
+      exponential mechanism from drawing an absurdly large scale.
+    * For fewer non-zero deviations (dummies, rare events) it targets the
+      ``q``-quantile of the non-zero deviations, so an atom at the median
+      (the zeros of a dummy) does not make the scale 0.
+
+    Sensitivity 1 under replace-one: ``U(g) - t`` moves by at most 1 (if
+    ``U(g)`` gains a point the new row's deviation is non-zero, so ``N``
+    cannot drop and ``t`` moves by at most ``1 - q`` the same way; and
+    symmetrically), hence so does each term of the max.
+    """
+    if (q is not None and not (0.0 <= q <= 1.0)) or k < 0:
+        raise ValueError("need 0 <= q <= 1 (or None) and k >= 0")
+    grid = np.asarray(grid, dtype=float)
+    if grid.ndim != 1 or grid.size == 0 or grid[0] < 0 or np.any(np.diff(grid) <= 0):
+        raise ValueError("grid must be increasing and non-negative")
+    dev = np.asarray(dev, dtype=float).reshape(-1)
+    if np.any(dev < 0):
+        raise ValueError("deviations must be non-negative")
+    srt = np.sort(dev)
+    N = float(np.sum(dev > 0))
+    U = (srt.size - np.searchsorted(srt, grid, side="right")).astype(float)
+    # the cell below the first grid point: (-inf, g_0] when g_0 = 0, else (0, g_0]
+    U_prev = np.concatenate([[float(srt.size) if grid[0] == 0 else N], U[:-1]])
+    t = float(k) if q is None else min(float(k), (1.0 - q) * N)
+    return -np.maximum.reduce([np.zeros_like(U), t + 1.0 - U_prev, U - t])
+
+
+def tail_scale(dev: np.ndarray, k: float, q: float | None, grid: np.ndarray, epsilon: float, rng: np.random.Generator) -> float:
+    """``epsilon``-DP draw from :func:`tail_scale_scores` (exponential mechanism, sensitivity 1)."""
+    j = exponential_mechanism(tail_scale_scores(dev, k, q, grid), epsilon, 1.0, rng)
+    return float(grid[j])

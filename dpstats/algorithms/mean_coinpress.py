@@ -185,11 +185,12 @@ class CoinPressScaled(Algorithm):
         for j in range(d):
             width = max(hi[j] - lo[j], 1e-12)
             grid = scale_grid(width * 1e-8, width, int(self.params["per_octave"]))
-            diffs = pair_differences(X[:, j])
+            diffs = pair_differences(X[:, j], rng)
             rank = int(math.ceil(q * diffs.size)) if diffs.size else 1
             Q = grid_quantile(diffs, rank, grid, eps_j, rng)
             spend_exponential(acc, f"scale quantile col {j}", eps_j)
-            scales[j] = min(Q / zq, width / 2.0) if facts.columns[j] in facts.bounds else Q / zq
+            s_j = min(Q / zq, width / 2.0) if facts.columns[j] in facts.bounds else Q / zq
+            scales[j] = max(s_j, width * 1e-12)  # a public constant column keeps a positive scale
         Z = X / scales[None, :]
         center = (lo + hi) / 2.0 / scales
         radius = float(np.linalg.norm((hi - lo) / 2.0 / scales))

@@ -35,7 +35,7 @@ def kv_scale(x: np.ndarray, sigma_min: float, sigma_max: float, epsilon: float, 
     """
     k0 = math.floor(math.log2(sigma_min))
     k1 = max(math.ceil(math.log2(sigma_max)), k0 + 1)
-    diffs = pair_differences(x)
+    diffs = pair_differences(x, rng)
     with np.errstate(divide="ignore"):
         lg = np.log2(np.maximum(diffs, 2.0 ** (k0 - 1)))
     # bin 0 holds [0, 2^k0]; bin b >= 1 holds (2^(k0+b-1), 2^(k0+b)]
