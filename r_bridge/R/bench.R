@@ -20,9 +20,12 @@ dp_child_env <- function() {
   if (!identical(Sys.info()[["sysname"]], "Linux")) return(character())
   ld <- Sys.getenv("LD_LIBRARY_PATH")
   prefix <- dp_r_ld_prefix()
-  if (!nzchar(ld) || !nzchar(prefix) || !startsWith(ld, prefix)) return(character())
-  rest <- sub("^:", "", substring(ld, nchar(prefix) + 1L))
-  paste0("LD_LIBRARY_PATH=", shQuote(rest))
+  if (!nzchar(ld) || !nzchar(prefix)) return(character())
+  # R started from R (R CMD check) prepends its entries again: drop them wherever they are
+  r_entries <- strsplit(prefix, ":", fixed = TRUE)[[1]]
+  entries <- strsplit(ld, ":", fixed = TRUE)[[1]]
+  rest <- entries[!(entries %in% r_entries) & nzchar(entries)]
+  paste0("LD_LIBRARY_PATH=", shQuote(paste(rest, collapse = ":")))
 }
 
 dp_cli <- function(command, args, call) {
