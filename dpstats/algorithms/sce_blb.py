@@ -191,7 +191,9 @@ class _BLBBase(Algorithm):
         )
         v_hat, v_hat_var = _inverse_variance(cov_its, cov_nv)
         v_up = v_hat + stats.norm.ppf(1.0 - beta_cov_ub) * math.sqrt(v_hat_var)
-        v_up = max(v_up, 1e-300)
+        # a noisy variance can come out <= 0; the paper projects onto PSD matrices (0), which would make
+        # the mean step degenerate: we floor at the prior centre divided by the over-estimation factor
+        v_up = max(v_up, cov_c / over, 1e-300)
         # ---- CoinPress on the subset means, covariance bound k * v_up
         sig_mean = math.sqrt(k * v_up)
         mean_its, mean_nv = coinpress_1d(

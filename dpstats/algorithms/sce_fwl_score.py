@@ -65,6 +65,15 @@ def _design_columns(facts, d: int) -> tuple[list[int], int | None]:
     return controls, icpt
 
 
+def _nuisance(G: np.ndarray, ia: list[int], gx: int, gy: int, floor_ev: float) -> tuple[np.ndarray, np.ndarray]:
+    """Projections of x and y on the columns ``ia`` from a (noisy) Gram matrix, eigenvalues floored."""
+    Hs = G[np.ix_(ia, ia)]
+    ev, V = np.linalg.eigh(0.5 * (Hs + Hs.T))
+    ev = np.maximum(ev, floor_ev)
+    sol = V @ ((V.T @ G[np.ix_(ia, [gx, gy])]) / ev[:, None])
+    return sol[:, 0], sol[:, 1]
+
+
 def fwl_score_release(
     X: np.ndarray,
     y: np.ndarray,
@@ -84,6 +93,7 @@ def fwl_score_release(
     c_v: float,
     ridge: float,
     shrink: float,
+    use_bounds: bool,
 ) -> tuple[float, dict]:
     """Run both stages, spending the accountant's whole budget.
 
@@ -105,12 +115,22 @@ def fwl_score_release(
     # rows of weighted instances are scaled by sqrt(weight): public bounds no longer hold
     bounds = {} if weighted else dict(facts.bounds)
     public = np.array([(not weighted) and is_binary_public(facts, nm) for nm in names])
-    n_private = int((~public).sum())
-    # ---- stage 1a: private location and scale of each non-binary column, and a row-norm bound
-    e_em = math.sqrt(8.0 * scale_share * rho / (2 * n_private + 1))
     loc = np.zeros(p)
     scale = np.ones(p)
-    for c in np.flatnonzero(~public):
+    # columns with a finite public range use it (free): centre = midpoint, scale = half-width
+    ranged = np.zeros(p, dtype=bool)
+    if use_bounds:
+        for c in np.flatnonzero(~public):
+            b = bounds.get(names[c])
+            if b is not None and np.isfinite(b[0]) and np.isfinite(b[1]) and b[1] > b[0]:
+                ranged[c] = True
+                loc[c] = 0.5 * (b[0] + b[1]) if icpt is not None else 0.0
+                scale[c] = 0.5 * (b[1] - b[0]) if icpt is not None else max(abs(b[0]), abs(b[1]))
+    free = ~public & ~ranged
+    n_private = int(free.sum())
+    # ---- stage 1a: private location and scale of each other column, and a row-norm bound
+    e_em = math.sqrt(8.0 * scale_share * rho / (2 * n_private + 1))
+    for c in np.flatnonzero(free):
         loc[c], sc = private_location_scale(W[:, c], e_em, rng, bounds.get(names[c]))
         acc.spend_rho(f"grid median ({names[c]})", em_zcdp_cost(e_em))
         acc.spend_rho(f"grid median of non-zero pair differences ({names[c]})", em_zcdp_cost(e_em))
@@ -136,12 +156,7 @@ def fwl_score_release(
     # only repair directions the noise made (nearly) non-positive: floor the eigenvalues of the
     # noisy control Gram at ridge * sigma * sqrt(p + 1); no shrinkage of well-determined directions
     floor_ev = ridge * sig_G * math.sqrt(p + 1)
-    Hs = G[np.ix_(ia, ia)]
-    ev, V = np.linalg.eigh(0.5 * (Hs + Hs.T))
-    ev = np.maximum(ev, floor_ev)
-    rhs = G[np.ix_(ia, [gx, gy])]
-    sol = V @ ((V.T @ rhs) / ev[:, None])
-    gam, dlt = sol[:, 0], sol[:, 1]
+    gam, dlt = _nuisance(G, ia, gx, gy, floor_ev)
     Dx = G[gx, gx] - gam @ G[ia, gx]
     Nxy = G[gx, gy] - gam @ G[ia, gy]
     Dx_f = max(Dx, sig_G * math.sqrt(p + 1))
@@ -228,6 +243,7 @@ class FWLScore(Algorithm):
         "c_u": Param(1.0, "multiplier of the |u| quantile (our choice)"),
         "c_v": Param(1.0, "multiplier of the |v| quantile (our choice)"),
         "ridge": Param(1.0, "eigenvalue floor of the noisy control Gram, in units of sigma sqrt(p+1) (our choice)"),
+        "use_bounds": Param(False, "scale bounded columns by their public range instead of privately (worse on the public corpus)"),
         "shrink": Param(1.0, "positive-part shrinkage of the estimate towards 0 by its noise z-score (our choice)"),
         "q_row_max": Param(0.9, "the Gram row bound is at most the 0.9 quantile of row norms (our choice)"),
     }

@@ -133,6 +133,7 @@ class _NoisyStatsBase(_SimpleRegression):
         l2 = rng.laplace(0.0, sens / e_each)
         acc.spend("Laplace ncov(x, y)", e_each, note=f"sensitivity 1 - 1/n = {sens:.6g}")
         acc.spend("Laplace nvar(x)", e_each, note=f"sensitivity 1 - 1/n = {sens:.6g}")
+        det["laplace_scale"] = sens / e_each
         if nvar + l2 <= 0:
             return self.decline("noisy nvar(x) is not positive (NoisyStats returns bottom)", acc, **det)
         slope = (ncov + l1) / (nvar + l2)
