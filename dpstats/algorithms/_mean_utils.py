@@ -302,3 +302,35 @@ def tail_scale(dev: np.ndarray, k: float, q: float | None, grid: np.ndarray, eps
     """``epsilon``-DP draw from :func:`tail_scale_scores` (exponential mechanism, sensitivity 1)."""
     j = exponential_mechanism(tail_scale_scores(dev, k, q, grid), epsilon, 1.0, rng)
     return float(grid[j])
+
+
+def clipped_mean(X: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Mean of the rows of ``X`` clipped coordinate-wise to ``[a_j, b_j]``.
+
+    Every clipped row lies in the box, so replacing one row moves the mean by
+    at most ``||b - a||_2 / n`` in L2 (replace-one sensitivity).
+    """
+    return np.clip(X, a[None, :], b[None, :]).mean(axis=0)
+
+
+def ball_mean(Z: np.ndarray, center: np.ndarray, radius: float) -> np.ndarray:
+    """Mean of the rows of ``Z`` projected onto the ball ``B(center, radius)``.
+
+    Projected rows lie in a set of diameter ``2 radius``, so replacing one row
+    moves the mean by at most ``2 radius / n`` in L2 (replace-one sensitivity).
+    """
+    return clip_ball(Z, np.asarray(center, dtype=float), float(radius))[0].mean(axis=0)
+
+
+def augmented_second_moment(Zc: np.ndarray) -> np.ndarray:
+    """Upper triangle (row-major, diagonal included) of ``(1/n) sum_i (z_i, 1)(z_i, 1)'``.
+
+    For rows with ``||z_i|| <= C`` the replace-one L2 sensitivity of this
+    vector is at most ``sqrt(2) (C^2 + 1) / n``: it is bounded by the
+    Frobenius norm of ``(a a' - a'' a''')/n`` with ``||a||^2 <= C^2 + 1``, and
+    the difference of two positive semi-definite rank-one matrices ``A, B``
+    has ``||A - B||_F^2 = ||A||_F^2 + ||B||_F^2 - 2 <A, B> <= 2 (C^2 + 1)^2``.
+    """
+    n, d = Zc.shape
+    A = np.hstack([Zc, np.ones((n, 1))])
+    return (A.T @ A / n)[np.triu_indices(d + 1)]

@@ -34,6 +34,9 @@ from ..privacy import ZCDPAccountant
 from . import register
 from ._mean_utils import (
     DEFAULT_RANGE,
+    augmented_second_moment,
+    ball_mean,
+    clipped_mean,
     exponential_epsilon_for,
     grid_quantile,
     prior_box,
@@ -138,11 +141,12 @@ def _box_release(algo, X, center, half, acc, rng, **details):
     live = half > 0
     est = center.astype(float).copy()
     dl = int(live.sum())
-    Z = np.clip((X[:, live] - center[live]) / half[live], -1.0, 1.0)
+    Z = (X[:, live] - center[live]) / half[live]
+    ones = np.ones(dl)
     sens = 2.0 * math.sqrt(max(dl, 1)) / n
     sigma = acc.gaussian_sigma(sens, fraction=acc.remaining / acc.rho)
     acc.spend_gaussian("clipped mean (box)", sens, sigma, "box [-1,1]^d after scaling: sensitivity 2 sqrt(d)/n")
-    est[live] = center[live] + half[live] * (Z.mean(axis=0) + gaussian_noise(rng, sigma, size=dl))
+    est[live] = center[live] + half[live] * (clipped_mean(Z, -ones, ones) + gaussian_noise(rng, sigma, size=dl))
     return algo.release(est, acc, center=center, half=half, final="box", **details)
 
 
@@ -276,13 +280,12 @@ class AdaptiveWhiten(Algorithm):
         C = max(C, gz[1])
         Zc = Z * np.minimum(1.0, C / np.maximum(nz, 1e-300))[:, None]
         # 4. noisy augmented second moment
-        A = np.hstack([Zc, np.ones((n, 1))])
         iu = np.triu_indices(d + 1)
         sens_m = math.sqrt(2.0) * (C * C + 1.0) / n
         sig_m = acc.gaussian_sigma(sens_m, fraction=c_share)
         acc.spend_gaussian("second moment of (z, 1)", sens_m, sig_m, "Frobenius sensitivity sqrt(2)(C^2+1)/n")
         M = np.zeros((d + 1, d + 1))
-        M[iu] = (A.T @ A / n)[iu] + gaussian_noise(rng, sig_m, size=iu[0].size)
+        M[iu] = augmented_second_moment(Zc) + gaussian_noise(rng, sig_m, size=iu[0].size)
         M = M + M.T - np.diag(np.diag(M))
         mz = np.clip(M[:d, d], -1.0, 1.0)
         S = M[:d, :d] - np.outer(mz, mz)
@@ -305,11 +308,10 @@ class AdaptiveWhiten(Algorithm):
         e_ball = 4.0 * R * R * d
         if e_box <= e_ball:
             return _box_release(self, X, center, half, acc, rng, path="box chosen", radius=R, eigenvalues=lam)
-        Uc = cu + (U - cu) * np.minimum(1.0, R / np.maximum(du, 1e-300))[:, None]
         sens = 2.0 * R / n
         sigma = acc.gaussian_sigma(sens, fraction=acc.remaining / rho)
         acc.spend_gaussian("clipped mean (whitened ball)", sens, sigma, "ball of radius R: sensitivity 2R/n")
-        u_est = Uc.mean(axis=0) + gaussian_noise(rng, sigma, size=d)
+        u_est = ball_mean(U, cu, R) + gaussian_noise(rng, sigma, size=d)
         return self.release(
             center + half * (Winv @ u_est), acc, center=center, half=half, final="ball", radius=R, eigenvalues=lam
         )

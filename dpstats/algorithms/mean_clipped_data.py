@@ -16,6 +16,7 @@ import numpy as np
 from ..mechanisms import gaussian_noise
 from ..privacy import GDPAccountant
 from . import register
+from ._mean_utils import clipped_mean
 from .base import Algorithm, Param, TaskData
 
 __all__ = ["ClipDataBounds"]
@@ -53,7 +54,7 @@ class ClipDataBounds(Algorithm):
         lo, hi = lo - pad, hi + pad
         # a constant data set has sensitivity 0; a tiny floor keeps the ledger uniform
         sens = max(float(np.linalg.norm(hi - lo)) / n, np.finfo(float).tiny)
-        mean = np.clip(X, lo, hi).mean(axis=0)
+        mean = clipped_mean(X, lo, hi)
         sigma = acc.gaussian_sigma(sens, fraction=1.0)
         acc.spend_gaussian("gaussian mean", sens, sigma, "L2 sensitivity ||max-min||/n (replace-one)")
         est = mean + gaussian_noise(rng, sigma, size=d)

@@ -24,6 +24,7 @@ from ..privacy import ZCDPAccountant
 from . import register
 from ._mean_utils import (
     DEFAULT_RANGE,
+    ball_mean,
     exponential_epsilon_for,
     gaussian_tailbound,
     grid_quantile,
@@ -85,11 +86,8 @@ def coinpress_iterate(
     trace = []
     for i, rho_t in enumerate(rhos):
         C = min(math.sqrt(r * r + 6.0 * r + gamma * gamma), r + gamma)
-        diff = Z - c[None, :]
-        norms = np.linalg.norm(diff, axis=1)
-        factor = np.minimum(1.0, C / np.maximum(norms, 1e-300))
-        clipped = int(np.sum(norms > C))
-        mean = c + (diff * factor[:, None]).mean(axis=0)
+        clipped = int(np.sum(np.linalg.norm(Z - c[None, :], axis=1) > C))
+        mean = ball_mean(Z, c, C)
         sens = 2.0 * C / n
         sigma = sens / math.sqrt(2.0 * rho_t)
         acc.spend_gaussian(f"coinpress step {i + 1}", sens, sigma, f"ball radius {C:.4g}, replace-one sensitivity 2C/n")

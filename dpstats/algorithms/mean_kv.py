@@ -17,7 +17,15 @@ import numpy as np
 from ..mechanisms import gaussian_noise
 from ..privacy import ZCDPAccountant
 from . import register
-from ._mean_utils import DEFAULT_RANGE, exponential_epsilon_for, noisy_max_bin, pair_differences, prior_box, spend_exponential
+from ._mean_utils import (
+    DEFAULT_RANGE,
+    clipped_mean,
+    exponential_epsilon_for,
+    noisy_max_bin,
+    pair_differences,
+    prior_box,
+    spend_exponential,
+)
 from .base import Algorithm, Param, TaskData
 
 __all__ = ["KarwaVadhanClip", "kv_scale", "kv_location"]
@@ -114,9 +122,8 @@ class KarwaVadhanClip(Algorithm):
             a[j] = max(start - k * s, lo[j])
             b[j] = min(end + k * s, hi[j])
             scales[j] = s
-        Xc = np.clip(X, a[None, :], b[None, :])
         sens = max(float(np.linalg.norm(b - a)) / n, np.finfo(float).tiny)
         sigma = acc.gaussian_sigma(sens, fraction=acc.remaining / acc.rho)
         acc.spend_gaussian("clipped mean", sens, sigma, "L2 sensitivity ||b-a||/n (replace-one)")
-        est = Xc.mean(axis=0) + gaussian_noise(rng, sigma, size=d)
+        est = clipped_mean(X, a, b) + gaussian_noise(rng, sigma, size=d)
         return self.release(est, acc, lower=a, upper=b, scales=scales)
