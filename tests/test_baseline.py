@@ -81,9 +81,28 @@ se = "cluster:state"
     k_eff = d - n_state - 1
     assert b.details["k_effective"] == k_eff
     fit = fit_ols(inst.X, inst.y, clusters=inst.clusters)
-    raw = fit.results.get_robustcov_results(cov_type="cluster", groups=pd.factorize(inst.clusters)[0]).cov_params()
+    raw = fit.statsmodels_results().get_robustcov_results(cov_type="cluster", groups=pd.factorize(inst.clusters)[0]).cov_params()
     j = inst.facts.coef_index
     np.testing.assert_allclose(b.se**2, raw[j, j] * (n - d) / (n - k_eff), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["classical", "HC0", "HC1", "HC2", "HC3", "cluster"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_agrees_with_statsmodels(wage_fit, kind, weighted) -> None:
+    X, y, df = wage_fit
+    w = 1.0 + df["numdep"].to_numpy() if weighted else None
+    g = df["numdep"].to_numpy()
+    fit = fit_ols(X, y, weights=w, clusters=g)
+    res = fit.statsmodels_results()
+    np.testing.assert_allclose(fit.beta, res.params, rtol=1e-10)
+    if kind == "classical":
+        expected = res.cov_params()
+    elif kind == "cluster":
+        expected = res.get_robustcov_results(cov_type="cluster", groups=pd.factorize(g)[0]).cov_params()
+    else:
+        expected = getattr(res, f"cov_{kind}")
+    got = covariance_from_spec("cluster:numdep" if kind == "cluster" else kind).vcov(fit)
+    np.testing.assert_allclose(got, expected, rtol=1e-9)
 
 
 def test_bootstrap_uses_shared_resamples(wage_fit) -> None:
