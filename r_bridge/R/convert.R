@@ -14,6 +14,9 @@ dp_columns_to_py <- function(data, columns = names(data)) {
       codes <- as.integer(x) - 1L
       codes[is.na(codes)] <- -1L
       out[[name]] <- list(type = "factor", codes = codes, levels = levels(x))
+    } else if (is.integer(x) && !anyNA(x)) {
+      # integers stay integers, so that C(x) names levels as Python does ("[T.1]", not "[T.1.0]")
+      out[[name]] <- list(type = "int", values = x)
     } else if (is.logical(x) || is.numeric(x)) {
       out[[name]] <- list(type = "num", values = as.numeric(x))
     } else if (is.character(x)) {
@@ -37,6 +40,8 @@ dp_columns_from_py <- function(x) {
       codes <- as.integer(unlist(col$codes)) + 1L  # Python's codes are 0-based, -1 for missing
       codes[codes < 1L] <- NA_integer_
       factor(unlist(col$levels)[codes], levels = unlist(col$levels))
+    } else if (identical(col$type, "int")) {
+      as.integer(unlist(col$values))
     } else if (identical(col$type, "num")) {
       v <- as.numeric(unlist(col$values))
       v[as.logical(unlist(col$na))] <- NA_real_

@@ -36,7 +36,9 @@ def frame_from_r(columns: dict, names: Any, nrow: int) -> pd.DataFrame:
     for name in _strs(names):
         col = columns[name]
         kind = col["type"]
-        if kind == "num":
+        if kind == "int":
+            out[name] = _arr(col["values"], np.int64)
+        elif kind == "num":
             v = _arr(col["values"], float)
             if v.size == 0 and nrow:
                 v = np.full(nrow, np.nan)
@@ -65,6 +67,9 @@ def frame_to_r(df: pd.DataFrame) -> dict:
         if isinstance(s.dtype, pd.CategoricalDtype):
             cols[key] = {"type": "factor", "codes": s.cat.codes.to_numpy(dtype=np.int64).tolist(),
                          "levels": [str(c) for c in s.cat.categories]}
+        elif (pd.api.types.is_integer_dtype(s) and not s.isna().any() and len(s)
+              and -(2**31) < s.min() and s.max() < 2**31):
+            cols[key] = {"type": "int", "values": s.to_numpy(dtype=np.int64).tolist()}
         elif pd.api.types.is_bool_dtype(s) or pd.api.types.is_numeric_dtype(s):
             v = s.to_numpy(dtype=float, na_value=np.nan)
             cols[key] = {"type": "num", "values": v.tolist(), "na": np.isnan(v).tolist()}

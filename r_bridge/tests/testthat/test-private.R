@@ -125,3 +125,12 @@ test_that("a declined release is a result", {
   expect_true(is.na(coef(res)))
   expect_output(print(res), "declined")
 })
+
+test_that("integer columns keep Python's level names, and R's coefficient names are accepted", {
+  mroz <- mroz_data()
+  expect_type(mroz$city, "integer")
+  res <- dp_coef(lwage ~ educ + factor(city), mroz, coef = "factor(city)1", epsilon = 1, seed = 1)
+  expect_identical(names(coef(res)), "C(city)[T.1]")
+  same <- dp_coef("lwage ~ educ + C(city)", mroz, coef = "C(city)[T.1]", epsilon = 1, seed = 1)
+  expect_identical(coef(same), coef(res))
+})
