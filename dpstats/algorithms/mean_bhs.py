@@ -53,14 +53,18 @@ def bhs_k(epsilon: float, delta: float) -> int:
 
 
 def default_lambda0(n: int, d: int) -> float:
-    """``d + 2 sqrt(d log n) + 2 log n``: the chi-square tail bound on the largest of ``n`` squared Gaussian norms.
+    """``2 (d + 2 sqrt(d log n) + 2 log n)``: twice the chi-square tail bound on the largest of ``n`` squared norms.
 
     The README of the reference code asks for ``lambda_0`` "roughly ``d +
-    O(log n)``" and its demo uses 50 for ``d = 10`` (this formula gives 55 at
-    ``n = 10^5``).
+    O(log n)``" (its demo uses 50 for ``d = 10``). The factor 2 is ours: the
+    pseudocode's ``LargestCore`` compares *pairwise* squared Mahalanobis
+    distances with ``Lambda_l ~ lambda_0``, and the difference of two points
+    has twice the covariance of one; without it the most outlying Gaussian
+    points fall out of the core and the stability test fails even on
+    Gaussian data.
     """
     ln = math.log(max(n, 2))
-    return float(d + 2.0 * math.sqrt(d * ln) + 2.0 * ln)
+    return float(2.0 * (d + 2.0 * math.sqrt(d * ln) + 2.0 * ln))
 
 
 def _rescaled_leverage(Yu: np.ndarray, cnt: np.ndarray, m: int) -> np.ndarray | None:
@@ -233,7 +237,7 @@ class BHSAffine(Algorithm):
     interpretation = "standard"
     summary = "stable reweighted mean with covariance-shaped noise and a private stability test (declines when n is small)"
     defaults = {
-        "lambda0": Param("auto", "reference README: lambda_0 ~ d + O(log n); auto = d + 2 sqrt(d log n) + 2 log n"),
+        "lambda0": Param("auto", "reference README: lambda_0 ~ d + O(log n); auto = 2 (d + 2 sqrt(d log n) + 2 log n), see default_lambda0"),
         "max_rows": Param(300_000, "ours: run on a uniform random subset of this many rows beyond it (time budget)"),
     }
 
