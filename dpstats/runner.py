@@ -456,7 +456,8 @@ def _run_dask(jobs: list[Job], address: str, limits: Limits, on_result: Callable
     futures = []
     try:
         nworkers = sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values())
-        futures = [client.submit(_dask_job, job, limits, pure=False, priority=-i) for i, job in enumerate(jobs)]
+        # one task per job, run roughly in submission order (instance by instance)
+        futures = client.map(_dask_job, jobs, [limits] * len(jobs), pure=False)
         for fut in as_completed(futures, loop=client.loop):
             info, results = fut.result()
             if info is not None:

@@ -94,7 +94,7 @@ import threading
 import time
 import traceback
 import warnings
-from collections import deque
+from collections import Counter, deque
 from dataclasses import asdict, dataclass, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -969,6 +969,33 @@ class FatalJobError(RuntimeError):
     """A job could not start: its instance or its algorithm cannot be loaded."""
 
 
+class _JobQueue:
+    """Pending jobs in order, with a count per instance for the choice of the next job."""
+
+    def __init__(self, jobs: Iterable[Job]) -> None:
+        self.q: deque[Job] = deque(j for j in jobs if len(j))
+        self.count: Counter[tuple[str, str]] = Counter((j.corpus, j.instance) for j in self.q)
+
+    def __len__(self) -> int:
+        return len(self.q)
+
+    def appendleft(self, job: Job) -> None:
+        self.q.appendleft(job)
+        self.count[(job.corpus, job.instance)] += 1
+
+    def take(self, prefer: set[tuple[str, str]], avoid: set[tuple[str, str]]) -> Job:
+        """The first job of an instance in ``prefer``, else of one not in ``avoid``, else the first."""
+        wanted = {k for k in prefer if self.count[k] > 0}
+        if wanted:
+            pick = next(i for i, j in enumerate(self.q) if (j.corpus, j.instance) in wanted)
+        else:
+            pick = next((i for i, j in enumerate(self.q) if (j.corpus, j.instance) not in avoid), 0)
+        job = self.q[pick]
+        del self.q[pick]
+        self.count[(job.corpus, job.instance)] -= 1
+        return job
+
+
 class WorkerPool:
     """Worker processes that run jobs trial by trial under per-trial limits.
 
@@ -1059,7 +1086,7 @@ class WorkerPool:
             A job's instance or algorithm could not be loaded.
         """
         limits = limits or self.limits
-        pending: deque[Job] = deque(j for j in jobs if len(j))
+        pending = _JobQueue(jobs)
         failures: dict[tuple[str, str, str], int] = {}
         try:
             while True:
@@ -1083,7 +1110,7 @@ class WorkerPool:
             raise
 
     # -- scheduling
-    def _dispatch(self, pending: deque[Job], limits: Limits) -> None:
+    def _dispatch(self, pending: _JobQueue, limits: Limits) -> None:
         for w in self.workers:
             if not pending:
                 return
@@ -1095,11 +1122,7 @@ class WorkerPool:
                     others |= o.loaded
                     if o.job is not None:
                         others.add((o.job.corpus, o.job.instance))
-            pick = next((i for i, j in enumerate(pending) if (j.corpus, j.instance) in w.loaded), None)
-            if pick is None:
-                pick = next((i for i, j in enumerate(pending) if (j.corpus, j.instance) not in others), 0)
-            job = pending[pick]
-            del pending[pick]
+            job = pending.take(w.loaded, others)
             self._jobs += 1
             w.submit(job, limits, self._jobs)
 
@@ -1136,7 +1159,7 @@ class WorkerPool:
             return False
         return True
 
-    def _service(self, w: _Worker, limits: Limits, pending: deque[Job], on_result: Callable[[TrialResult], None],
+    def _service(self, w: _Worker, limits: Limits, pending: _JobQueue, on_result: Callable[[TrialResult], None],
                  on_ready: Callable[[dict[str, Any]], None] | None,
                  failures: dict[tuple[str, str, str], int]) -> None:
         open_ = self._drain(w, on_result, on_ready)
@@ -1165,7 +1188,7 @@ class WorkerPool:
         self._settle(w, status, message, None, pending, on_result, failures)
 
     def _settle(self, w: _Worker, status: str, message: str, expected: tuple[int, float, int] | None,
-                pending: deque[Job], on_result: Callable[[TrialResult], None],
+                pending: _JobQueue, on_result: Callable[[TrialResult], None],
                 failures: dict[tuple[str, str, str], int]) -> None:
         """Record the running trial of a dead worker as failed and requeue the job's other unreported trials.
 
@@ -1202,7 +1225,7 @@ class WorkerPool:
         if rest:
             pending.appendleft(replace(job, trials=rest))
 
-    def _check_limits(self, w: _Worker, now: float, limits: Limits, pending: deque[Job],
+    def _check_limits(self, w: _Worker, now: float, limits: Limits, pending: _JobQueue,
                       on_result: Callable[[TrialResult], None],
                       on_ready: Callable[[dict[str, Any]], None] | None) -> None:
         trial = w.running_trial()
