@@ -212,7 +212,8 @@ class Job:
     corpus : str
         Corpus folder (absolute), where the worker loads the instance from.
     instance : str
-    trials : tuple of (epsilon, delta, seed)
+    trials : tuple of tuple
+        The trials, as ``(epsilon, delta, seed)`` triples.
     """
 
     algorithm: AlgorithmRef
