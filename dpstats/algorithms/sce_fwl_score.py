@@ -94,6 +94,8 @@ def fwl_score_release(
     ridge: float,
     shrink: float,
     use_bounds: bool,
+    plaus_lo: float,
+    plaus_hi: float,
 ) -> tuple[float, dict]:
     """Run both stages, spending the accountant's whole budget.
 
@@ -160,7 +162,8 @@ def fwl_score_release(
     Dx = G[gx, gx] - gam @ G[ia, gx]
     Nxy = G[gx, gy] - gam @ G[ia, gy]
     Dx_f = max(Dx, sig_G * math.sqrt(p + 1))
-    theta0 = Nxy / Dx_f
+    # a pilot from a partialled variance that the noise could have produced on its own is no pilot
+    theta0 = Nxy / Dx_f if Dx > 3.0 * sig_G * math.sqrt(p + 1) else 0.0
     # ---- stage 2: orthogonal score on row-level contributions. All columns enter linearly
     # (standardised, unclipped), so the score targets OLS on the real columns; only u and v are clipped.
     S_lin = (W - loc) / scale
@@ -212,8 +215,14 @@ def fwl_score_release(
     raw = est
     if shrink > 0 and est != 0:
         est = est * max(0.0, 1.0 - shrink * noise_sd**2 / est**2)
+    # when the private standardisation failed (too little budget for the column scales), the
+    # standardised rows or residuals are orders of magnitude off unit size and the unit
+    # conversion is meaningless: release 0 rather than a number of arbitrary magnitude
+    scales_ok = (plaus_lo <= B / math.sqrt(p) <= plaus_hi) and (plaus_lo <= C_u <= plaus_hi)
+    if not scales_ok:
+        est = 0.0
     return float(est), {
-        "theta0": float(theta0 * unit), "unshrunk": float(raw), "noise_sd": float(noise_sd), "row_bound": B, "sigma_gram": sig_G, "C_u": C_u, "C_v": C_v,
+        "theta0": float(theta0 * unit), "unshrunk": float(raw), "scales_ok": bool(scales_ok), "noise_sd": float(noise_sd), "row_bound": B, "sigma_gram": sig_G, "C_u": C_u, "C_v": C_v,
         "B_u": B_u, "B_v": B_v, "sigma_S": sig_S, "sigma_T": sig_T, "private_columns": n_private,
     }
 
@@ -233,8 +242,8 @@ class FWLScore(Algorithm):
     interpretation = "standard"
     summary = "noisy Gram for the nuisance, then noisy clipped Frisch-Waugh score sums at row level"
     defaults = {
-        "scale_share": Param(0.15, "share of rho for column locations/scales and the row bound (our choice)"),
-        "gram_share": Param(0.3, "share of rho for the noisy Gram matrix (our choice)"),
+        "scale_share": Param(0.25, "share of rho for column locations/scales and the row bound (tuned on the public corpus)"),
+        "gram_share": Param(0.4, "share of rho for the noisy Gram matrix (tuned on the public corpus)"),
         "q_share": Param(0.05, "share of rho for the stage-2 clipping medians (our choice)"),
         "t_share": Param(0.15, "share of the remaining rho for the denominator sum (our choice)"),
         "scale_factor": Param(1.0, "column scale = scale_factor * private median of non-zero pair differences (our choice)"),
@@ -244,6 +253,8 @@ class FWLScore(Algorithm):
         "c_v": Param(1.0, "multiplier of the |v| quantile (our choice)"),
         "ridge": Param(1.0, "eigenvalue floor of the noisy control Gram, in units of sigma sqrt(p+1) (our choice)"),
         "use_bounds": Param(False, "scale bounded columns by their public range instead of privately (worse on the public corpus)"),
+        "plaus_lo": Param(1e-3, "release 0 when the row bound / sqrt(p) or the |u| clip falls below this (failed scales; our choice)"),
+        "plaus_hi": Param(1e3, "... or above this (our choice)"),
         "shrink": Param(1.0, "positive-part shrinkage of the estimate towards 0 by its noise z-score (our choice)"),
         "q_row_max": Param(0.9, "the Gram row bound is at most the 0.9 quantile of row norms (our choice)"),
     }
