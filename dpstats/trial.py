@@ -617,13 +617,10 @@ class _SharedState:
     clock (``CLOCK_MONOTONIC``).
     """
 
-    def __init__(self, path: str, create: bool = False) -> None:
-        self.path = path
+    def __init__(self, fd: int, create: bool = False) -> None:
         if create:
-            with open(path, "wb") as f:
-                f.write(b"\0" * _STATE.size)
-        self.fd = os.open(path, os.O_RDWR)
-        self.map = mmap.mmap(self.fd, _STATE.size)
+            os.ftruncate(fd, _STATE.size)  # zero-filled
+        self.map = mmap.mmap(fd, _STATE.size)
         self.seq = 0
 
     def write(self, job_no: int, index: int, start: float, rss0: int, running: bool) -> None:
@@ -641,12 +638,11 @@ class _SharedState:
     def close(self) -> None:
         try:
             self.map.close()
-            os.close(self.fd)
         except (OSError, ValueError):
             pass
 
 
-def _worker_setup(parent: int, crash_log: str | None = None) -> None:
+def _worker_setup(parent: int, crash_fd: int | None = None) -> None:
     _set_pdeathsig()
     if os.getppid() != parent:  # the parent died before prctl
         os._exit(1)
@@ -663,9 +659,9 @@ def _worker_setup(parent: int, crash_log: str | None = None) -> None:
     import faulthandler
 
     faulthandler.disable()  # an inherited handler may write to the supervisor's terminal
-    if crash_log:
+    if crash_fd is not None:
         # a fatal signal writes the Python stack here; the supervisor reports its innermost frame
-        faulthandler.enable(open(crash_log, "w"))
+        faulthandler.enable(crash_fd)
 
 
 def _worker_loop(conn: Connection, state: _SharedState) -> None:
@@ -725,11 +721,11 @@ def _worker_loop(conn: Connection, state: _SharedState) -> None:
                 last_send = now
 
 
-def _spawn_entry(fd: int, parent: int, crash_log: str, state_path: str) -> None:
+def _spawn_entry(fd: int, parent: int, crash_fd: int, state_fd: int) -> None:
     """Entry point of a spawned worker (``python -c``): a fresh interpreter."""
     sock = socket.socket(fileno=fd)
     conn = Connection(sock.detach())
-    _worker_setup(parent, crash_log or None)
+    _worker_setup(parent, crash_fd)
     try:
         hello = conn.recv()  # ("path", sys.path of the parent)
         if hello[0] == "path":
@@ -737,7 +733,7 @@ def _spawn_entry(fd: int, parent: int, crash_log: str, state_path: str) -> None:
                 if p not in sys.path:
                     sys.path.insert(0, p)
         conn.send(("hello", os.getpid()))
-        _worker_loop(conn, _SharedState(state_path))
+        _worker_loop(conn, _SharedState(state_fd))
     finally:
         os._exit(0)
 
@@ -762,12 +758,11 @@ class _Worker:
         self.info: dict[str, Any] | None = None
         self.loaded: set[tuple[str, str]] = set()
         self.popen: subprocess.Popen | None = None
-        self.stderr_path: str | None = None
-        fd, self.crash_log = tempfile.mkstemp(prefix="dpstats-crash-", suffix=".txt")
-        os.close(fd)
-        fd, self.state_path = tempfile.mkstemp(prefix="dpstats-state-", suffix=".bin")
-        os.close(fd)
-        self.shared = _SharedState(self.state_path, create=True)
+        # files without a name (nothing to clean up, however the processes end)
+        self.stderr_file: Any = None
+        self.crash_file = tempfile.TemporaryFile(prefix="dpstats-crash-")
+        self.state_file = tempfile.TemporaryFile(prefix="dpstats-state-")
+        self.shared = _SharedState(self.state_file.fileno(), create=True)
         if method == "fork":
             self._start_fork(inherited)
         elif method == "spawn":
@@ -793,8 +788,8 @@ class _Worker:
                         pass
                 os.setpgid(0, 0)
                 conn = Connection(b.detach())
-                _worker_setup(parent, self.crash_log)
-                _worker_loop(conn, _SharedState(self.state_path))
+                _worker_setup(parent, self.crash_file.fileno())
+                _worker_loop(conn, self.shared)  # the mapping is shared with the supervisor
             finally:
                 os._exit(0)
         b.close()
@@ -812,15 +807,15 @@ class _Worker:
         pkg_root = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join([pkg_root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         fd = b.fileno()
-        with tempfile.NamedTemporaryFile(prefix="dpstats-worker-", suffix=".log", delete=False) as err:
-            self.stderr_path = err.name
-            code = ("import sys; from dpstats.trial import _spawn_entry; "
-                    "_spawn_entry(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4])")
-            self.popen = subprocess.Popen(
-                [sys.executable, "-c", code, str(fd), str(os.getpid()), self.crash_log, self.state_path],
-                pass_fds=(fd,), start_new_session=True, env=env, stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=err,
-            )
+        crash_fd, state_fd = self.crash_file.fileno(), self.state_file.fileno()
+        self.stderr_file = tempfile.TemporaryFile(prefix="dpstats-worker-")
+        code = ("import sys; from dpstats.trial import _spawn_entry; "
+                "_spawn_entry(*map(int, sys.argv[1:5]))")
+        self.popen = subprocess.Popen(
+            [sys.executable, "-c", code, str(fd), str(os.getpid()), str(crash_fd), str(state_fd)],
+            pass_fds=(fd, crash_fd, state_fd), start_new_session=True, env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=self.stderr_file,
+        )
         b.close()
         self.pid = self.popen.pid
         self.conn = Connection(a.detach())
@@ -839,13 +834,17 @@ class _Worker:
             self.close()
             raise RuntimeError(f"unexpected message from a spawned worker: {msg!r}")
 
-    def _stderr_tail(self) -> str:
-        if not self.stderr_path:
+    @staticmethod
+    def _read(f: Any) -> str:
+        if f is None or f.closed:
             return ""
         try:
-            return Path(self.stderr_path).read_text(errors="replace").strip()[-1000:]
+            return os.pread(f.fileno(), 1 << 16, 0).decode(errors="replace")
         except OSError:
             return ""
+
+    def _stderr_tail(self) -> str:
+        return self._read(self.stderr_file).strip()[-1000:]
 
     # -- control
     def submit(self, job: Job, limits: Limits, job_no: int) -> None:
@@ -892,13 +891,7 @@ class _Worker:
 
     def _crash_frame(self) -> str:
         """`` (at file:line in function)`` for the innermost Python frame of a fatal-signal dump."""
-        if not self.crash_log:
-            return ""
-        try:
-            text = Path(self.crash_log).read_text(errors="replace")
-        except OSError:
-            return ""
-        for line in text.splitlines():
+        for line in self._read(self.crash_file).splitlines():
             line = line.strip()
             if line.startswith("File "):
                 try:
@@ -931,14 +924,9 @@ class _Worker:
             except OSError:
                 pass
         self.shared.close()
-        for attr in ("stderr_path", "crash_log", "state_path"):
-            path = getattr(self, attr)
-            if path:
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
-                setattr(self, attr, None)
+        for f in (self.stderr_file, self.crash_file, self.state_file):
+            if f is not None:
+                f.close()
 
     def stop(self) -> None:
         """Ask an idle worker to exit; kill it if it does not within 2 s."""
