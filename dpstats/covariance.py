@@ -33,7 +33,6 @@ from typing import ClassVar
 
 import numpy as np
 import pandas as pd
-import statsmodels.api as sm
 from scipy import linalg
 
 __all__ = [
@@ -59,8 +58,9 @@ class OLSFit:
     """An OLS (or WLS) fit with the pieces the covariance estimators need.
 
     The fit is a Householder QR of the (weighted) design, as R's ``lm``:
-    ``Xw = Q R``, ``beta = R^{-1} Q' yw``, ``(X'X)^{-1} = R^{-1} R^{-T}`` and the
-    leverages are the squared row norms of ``Q``.
+    ``Xw = Q R``, ``(X'X)^{-1} = R^{-1} R^{-T}``, ``beta`` from the corrected
+    semi-normal equations and the leverages the squared row norms of
+    ``Q = Xw R^{-1}``.
 
     Attributes
     ----------
@@ -110,6 +110,8 @@ class OLSFit:
 
     def statsmodels_results(self):
         """The same regression fitted by statsmodels (for cross-checks)."""
+        import statsmodels.api as sm
+
         model = sm.WLS(self.y, self.X, weights=self.weights) if self.weights is not None else sm.OLS(self.y, self.X)
         return model.fit()
 
@@ -127,13 +129,18 @@ def fit_ols(X: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None, clu
         Xw, yw = X * sw[:, None], y * sw
     else:
         Xw, yw = X, y
-    q, r = np.linalg.qr(Xw)
-    eye = np.eye(r.shape[0])
-    r_inv = linalg.solve_triangular(r, eye)
-    beta = r_inv @ (q.T @ yw)
+    d = Xw.shape[1]
+    r = linalg.qr(Xw, mode="r", check_finite=False)[0][:d]
+    r_inv = linalg.solve_triangular(r, np.eye(d), check_finite=False)
     bread = r_inv @ r_inv.T
+    # semi-normal equations with one step of refinement (Bjorck's corrected
+    # semi-normal equations): as accurate as a Q-based solve for full-rank
+    # designs, without forming Q
+    beta = bread @ (Xw.T @ yw)
+    beta = beta + bread @ (Xw.T @ (yw - Xw @ beta))
     resid_w = yw - Xw @ beta
-    leverage = np.einsum("ij,ij->i", q, q)
+    z = Xw @ r_inv  # rows of Q
+    leverage = np.einsum("ij,ij->i", z, z)
     return OLSFit(X, y, weights, clusters, tuple(nested_columns), beta, bread, Xw, resid_w, leverage)
 
 

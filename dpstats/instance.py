@@ -22,6 +22,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 import patsy
+from scipy import linalg
 
 from .algorithms.base import TaskData
 from .corpus import InstanceSpec
@@ -179,7 +180,7 @@ def _independent_columns(X: np.ndarray, tol: float = COLLINEAR_TOL) -> np.ndarra
         idx = np.flatnonzero(keep)
         if idx.size == 0:
             break
-        r = np.linalg.qr(X[:, idx], mode="r")
+        r = linalg.qr(X[:, idx], mode="r", check_finite=False)[0]
         diag = np.zeros(idx.size)
         m = min(r.shape)
         diag[:m] = np.abs(np.diag(r)[:m])
