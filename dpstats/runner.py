@@ -356,7 +356,11 @@ def make_plan(corpus: Corpus, algorithms: Sequence[Selected], instances: Sequenc
         for sel in algorithms:
             if sel.ref.task != spec.task:
                 continue
+            tuned_eps = getattr(sel.cls, "tuned_epsilon", None)
             for eps in epsilons:
+                # a tuned variant runs only at the privacy level it was tuned for
+                if tuned_eps is not None and not math.isclose(float(eps), float(tuned_eps), rel_tol=1e-12):
+                    continue
                 todo = []
                 for seed in range(trials):
                     planned += 1
