@@ -117,8 +117,9 @@ class SAWinsorized(Algorithm):
         "rows_per_param": Param(3.0, "block size >= rows_per_param * d + min_extra rows (our choice, see docs)"),
         "min_extra": Param(10, "extra rows per block beyond rows_per_param * d (our choice)"),
         "range_share": Param(0.3, "share of epsilon for the private range (our choice)"),
-        "range_quantiles": Param((0.1, 0.9), "quantiles the winsorisation range is built on (our choice)"),
-        "widen": Param(0.5, "the range is widened by this many widths on each side (our choice)"),
+        "range_quantiles": Param((0.25, 0.75), "quantiles the winsorisation range is built on, widened (our choice; "
+                                  "0.1/0.9 cannot be located with few blocks)"),
+        "widen": Param(1.0, "the range is widened by this many widths on each side (our choice)"),
     }
 
     def _run(self, data, facts, epsilon, delta, rng):
