@@ -18,7 +18,7 @@ from dpstats.algorithms._sce_utils import gram_sensitivity
 from dpstats.instance import PublicFacts
 from dpstats.privacy import PrivacyLeakWarning, zcdp_epsilon, zcdp_rho
 
-STANDARD = ["sa_coef_median", "sa_coef_winsorized", "blb_coinpress", "fwl_blocks", "fwl_score"]
+STANDARD = ["sa_coef_median", "sa_coef_winsorized", "blb_coinpress", "fwl_blocks", "fwl_score", "noisystats_fwl", "theilsen_fwl"]
 SIMPLE = ["noisystats", "theilsen_match", "theilsen_wide"]
 DATA_BOUNDS = ["noisystats_databounds", "theilsen_databounds", "blb_coinpress_databounds"]
 DELTA = 1e-6
@@ -163,6 +163,15 @@ def test_noisystats_noise_matches_ledger(sim2):
     eps_stat = _entry(out, "Laplace nvar")
     assert out.details["laplace_scale"] == pytest.approx((1 - 1 / data.n) / eps_stat)
     assert _entry(out, "Laplace ncov") == pytest.approx(eps_stat)
+
+
+def test_noisystats_fwl_noise_matches_ledger(sim4):
+    data, facts = sim4
+    out = _run("noisystats_fwl", data, facts, 1.0)
+    cost = _entry(out, "Laplace nvar")  # an eps-DP Laplace mechanism costs eps^2/2 in zCDP
+    assert out.details["laplace_scale"] == pytest.approx((1 - 1 / data.n) / math.sqrt(2 * cost))
+    assert _entry(out, "Gaussian Gram") == pytest.approx(
+        gram_sensitivity(out.details["row_bound"]) ** 2 / (2 * out.details["sigma_gram"] ** 2))
 
 
 def test_noisystats_decline_records_spend():
