@@ -18,22 +18,24 @@ Two routes fit the model in R:
     matched to dpstats' columns by their values, and the nesting of fixed
     effects in the clusters is recomputed in R from the factors themselves.
 
-==================  ===============================================================
-``se``              R computation
-==================  ===============================================================
-``classical``       ``vcov(lm)``
-``HC0`` ... ``HC3`` ``sandwich::vcovHC(fit, type = se)``
-``cluster:<col>``   ``sandwich::vcovCL(fit, type = "HC0", cadjust = TRUE)`` times
-                    ``(n - 1) / (n - k)`` with ``k`` the rank less the nested fixed
-                    effects (Stata's convention, as
-                    :meth:`dpstats.covariance.ClusterCR1.k_effective`); checked
-                    against ``vcovCL(type = "HC1")`` and
-                    ``clubSandwich::vcovCR(type = "CR1S")`` rescaled to that ``k``
-``bootstrap:<reps>`` ``lm`` refitted (``lm.fit``/``lm.wfit``, the routines ``lm``
-                    calls) on the resamples of
-                    :func:`dpstats.covariance.bootstrap_indices`, the same rows
-                    as the Python engine; resamples of lower rank are skipped
-==================  ===============================================================
+=====================  ==========================================================
+``se``                 R computation
+=====================  ==========================================================
+``classical``          ``vcov(lm)``
+``HC0`` ... ``HC3``    ``sandwich::vcovHC(fit, type = se)``
+``cluster:<col>``      ``sandwich::vcovCL(fit, type = "HC0", cadjust = TRUE)``
+                       times ``(n - 1) / (n - k)`` with ``k`` the rank less the
+                       nested fixed effects (Stata's convention, as
+                       :meth:`dpstats.covariance.ClusterCR1.k_effective`);
+                       checked against ``vcovCL(type = "HC1")`` and
+                       ``clubSandwich::vcovCR(type = "CR1S")`` rescaled to
+                       that ``k``
+``bootstrap:<reps>``   ``lm`` refitted (``lm.fit``/``lm.wfit``, the routines
+                       ``lm`` calls) on the resamples of
+                       :func:`dpstats.covariance.bootstrap_indices`, the same
+                       rows as the Python engine; resamples of lower rank are
+                       skipped
+=====================  ==========================================================
 
 Examples
 --------
