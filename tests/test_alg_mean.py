@@ -10,7 +10,7 @@ import pytest
 
 from dpstats.algorithms import get, list_algorithms
 from dpstats.algorithms.base import Decline, Release, TaskData
-from dpstats.algorithms.mean_bhs import BHSAffine, bhs_k, default_lambda0, stable_covariance, stable_mean
+from dpstats.algorithms.mean_bhs import bhs_k, default_lambda0, stable_covariance, stable_mean
 from dpstats.algorithms.mean_coinpress import coinpress_schedule
 from dpstats.algorithms._mean_utils import gaussian_tailbound
 from dpstats.instance import PublicFacts

@@ -237,7 +237,7 @@ class BHSAffine(Algorithm):
     interpretation = "standard"
     summary = "stable reweighted mean with covariance-shaped noise and a private stability test (declines when n is small)"
     defaults = {
-        "lambda0": Param("auto", "reference README: lambda_0 ~ d + O(log n); auto = 2 (d + 2 sqrt(d log n) + 2 log n), see default_lambda0"),
+        "lambda0": Param("auto", "reference code (README): lambda_0 ~ d + O(log n); auto = 2 (d + 2 sqrt(d log n) + 2 log n), see default_lambda0"),
         "max_rows": Param(300_000, "ours: run on a uniform random subset of this many rows beyond it (time budget)"),
     }
 
