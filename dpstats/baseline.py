@@ -147,9 +147,14 @@ def compute_baseline(instance: Instance, engine: str = "python") -> Baseline:
     j = instance.facts.coef_index
     details: dict[str, Any] = {}
     if engine == "r":
-        from .r_engine import r_vcov
+        from .r_engine import r_covariance
 
-        vcov = r_vcov(instance)
+        rc = r_covariance(instance)
+        vcov = rc.vcov
+        if rc.k_effective is not None:
+            details["k_effective"] = rc.k_effective
+        if rc.bootstrap_skipped is not None:
+            details["bootstrap_skipped"] = rc.bootstrap_skipped
     else:
         est = covariance_from_spec(instance.spec.se)
         vcov = est.vcov(fit)

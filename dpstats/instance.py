@@ -216,6 +216,9 @@ def design_from_formula(formula: str, data: pd.DataFrame):
         With ``X.design_info`` attached.
     """
     env = patsy.EvalEnvironment([_EVAL_NS])
+    f32 = [c for c in data.columns if data[c].dtype == np.float32]
+    if f32:  # transforms in double precision, as R and Stata
+        data = data.astype({c: np.float64 for c in f32})
     return patsy.dmatrices(formula, data, eval_env=env, NA_action="drop", return_type="dataframe")
 
 

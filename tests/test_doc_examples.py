@@ -32,6 +32,7 @@ def test_markdown_examples_run(page: Path) -> None:
     for i, block in enumerate(_examples(page)):
         test = parser.get_doctest(block, globs, f"{page.name}[{i}]", str(page), 0)
         runner.run(test, out=report.append, clear_globs=False)
+        globs = test.globs  # DocTest copies globs: carry names into the next block
     assert runner.failures == 0, "".join(report)[-4000:]
 
 
