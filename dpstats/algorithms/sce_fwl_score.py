@@ -336,7 +336,7 @@ class FWLScore(Algorithm):
         "kappa": Param(20.0, "clipping quantiles q = 1 - kappa / (epsilon_em n): about kappa/epsilon_em rows lie above (our choice)"),
         "c_u": Param(1.0, "multiplier of the |u| quantile (our choice)"),
         "c_v": Param(1.0, "multiplier of the |v| quantile (our choice)"),
-        "ridge": Param(1.0, "eigenvalue floor of the noisy control Gram, in units of sigma sqrt(p+1) (our choice)"),
+        "ridge": Param(4.0, "eigenvalue floor of the noisy control Gram in units of sigma sqrt(p+1) (tuned: 0.5-8 tried)"),
         "use_bounds": Param(False, "scale bounded columns by their public range instead of privately (worse on the public corpus)"),
         "plaus_lo": Param(1e-3, "release 0 when the row bound / sqrt(p) or the |u| clip falls below this (failed scales; our choice)"),
         "plaus_hi": Param(1e3, "... or above this (our choice)"),
