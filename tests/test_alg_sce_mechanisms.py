@@ -374,3 +374,26 @@ def test_blb_subset_estimates_depend_on_their_subset_only():
 def test_symmetric_grid_is_public_and_contains_zero():
     g = symmetric_grid()
     assert g[g.size // 2] == 0.0 and np.all(np.diff(g) > 0) and np.allclose(g, -g[::-1])
+
+
+def test_grid_exponential_mechanism_is_bounded_range():
+    # the ledger charges an eps-DP exponential mechanism eps^2/8 in zCDP because it is eps-bounded-range:
+    # check DP and bounded range exactly on the output distributions of neighbouring data sets
+    eps = 0.7
+    rng = np.random.default_rng(16)
+
+    def dist(x):
+        s = grid_quantile_scores(x, 0.5, GRID)
+        logits = eps * s / 2.0
+        return logits - np.logaddexp.reduce(logits)
+
+    worst_dp = worst_br = 0.0
+    for _ in range(40):
+        x = rng.choice(np.concatenate([GRID, rng.normal(size=4)]), size=6)
+        lp = dist(x)
+        for y in _neighbours_replace(x, np.array([-100.0, 0.0, 0.5, 100.0])):
+            r = lp - dist(y)
+            worst_dp = max(worst_dp, np.max(np.abs(r)))
+            worst_br = max(worst_br, np.max(r) - np.min(r))
+    assert worst_dp <= eps + 1e-12
+    assert worst_br <= eps + 1e-12
