@@ -394,3 +394,122 @@ def test_adaptive_whiten_on_a_large_corpus_instance(public_corpus):
     base = compute_baseline(inst)
     rs = [ratio(run("adaptive_whiten", inst.task_data().X, inst.facts, 1.0, s).estimate, base) for s in range(5)]
     assert np.median(rs) < 1.0
+
+
+# --------------------------------------------------------------------------
+# review: details hold nothing unpaid for; every final noise scale is pinned
+# --------------------------------------------------------------------------
+
+
+def test_bhs_details_hold_no_raw_stability_scores():
+    """The scores s1, s2 are read from the data without noise (only the Laplace test is private): no release or decline reports them."""
+    rng = np.random.default_rng(40)
+    X = rng.normal(size=(20000, 2))
+    Xbad = rng.standard_cauchy(size=(20000, 2)) ** 3
+    ok, bad = run("bhs_affine", X, facts_for(X), 10.0, 0), run("bhs_affine", Xbad, facts_for(Xbad), 10.0, 0)
+    assert isinstance(ok, Release) and isinstance(bad, Decline)
+    for out in (ok, bad):
+        assert set(out.details) <= {"k", "lambda0", "ptr_threshold"}, sorted(out.details)
+
+
+@pytest.mark.parametrize("name", ["coinpress", "coinpress_scaled"])
+def test_coinpress_trace_holds_no_clip_counts(name):
+    """The number of rows outside a clipping ball is a count of the data that no mechanism paid for."""
+    rng = np.random.default_rng(41)
+    X, f = simulate(500, rng)
+    for step in run(name, X, f, 1.0, 0).details["trace"]:
+        assert set(step) <= {"radius", "clip", "sigma"}, sorted(step)
+
+
+def test_kv_final_noise_scale_given_released_box():
+    """est - (mean clipped to the released box) is N(0, sigma^2 I), sigma = ||b - a|| / (n sqrt(2 rho (1 - range_share)))."""
+    rng = np.random.default_rng(42)
+    n, eps = 1000, 1.0
+    X = rng.normal(50, 5, size=(n, 2)) * [1.0, 30.0]
+    f = facts_for(X)
+    rho_mean = 0.5 * zcdp_rho(eps, DELTA)
+    z = []
+    for s in range(600):
+        out = run("kv_clip", X, f, eps, s)
+        a, b = out.details["lower"], out.details["upper"]
+        sigma = np.linalg.norm(b - a) / (n * math.sqrt(2 * rho_mean))
+        z.append((out.estimate - np.clip(X, a, b).mean(axis=0)) / sigma)
+    z = np.concatenate(z)
+    assert np.std(z, ddof=1) == pytest.approx(1.0, rel=0.06)
+    assert abs(z.mean()) < 4 / math.sqrt(z.size)
+
+
+def test_adaptive_whiten_covariance_and_ball_noise_scales(monkeypatch):
+    """On the ball path: sigma_M = sqrt(2)(C^2+1)/(n sqrt(2 cov_share rho)) and sigma = 2R/(n sqrt(2 rho_final)), R the radius used."""
+    from dpstats.algorithms import mean_adaptive as A
+
+    seen = {"sigma": [], "tail": [], "ball": []}
+    noise, tail, ball = A.gaussian_noise, A.tail_scale, A.ball_mean
+
+    def rec_noise(rng, sigma, size=None):
+        seen["sigma"].append(sigma)
+        return noise(rng, sigma, size)
+
+    def rec_tail(*args, **kwargs):
+        seen["tail"].append(tail(*args, **kwargs))
+        return seen["tail"][-1]
+
+    def rec_ball(Z, c, r):
+        seen["ball"].append(r)
+        return ball(Z, c, r)
+
+    monkeypatch.setattr(A, "gaussian_noise", rec_noise)
+    monkeypatch.setattr(A, "tail_scale", rec_tail)
+    monkeypatch.setattr(A, "ball_mean", rec_ball)
+    rng = np.random.default_rng(43)
+    n, d, eps = 5000, 2, 3.0
+    common = rng.normal(0, 1, n)
+    X = np.column_stack([100 + 20 * common, 40 + 8 * common + 0.8 * rng.normal(0, 1, n)])
+    out = run("adaptive_whiten", X, facts_for(X), eps, 0)
+    assert out.details["final"] == "ball"
+    p = {k: v.value for k, v in A.AdaptiveWhiten.defaults.items()}
+    rho = zcdp_rho(eps, DELTA)
+    # tail draws: lower and upper scale of each column, then C, then R
+    assert len(seen["tail"]) == 2 * d + 2 and len(seen["sigma"]) == 2
+    C = max(seen["tail"][2 * d], math.sqrt(d) * 1e-3)
+    sig_m = math.sqrt(2) * (C * C + 1) / n / math.sqrt(2 * p["cov_share"] * rho)
+    assert seen["sigma"][0] == pytest.approx(sig_m, rel=1e-9)
+    R = out.details["radius"]
+    assert seen["ball"] == [R]
+    rho_final = rho * (1 - p["range_share"] - p["cov_share"] - p["radius_share"])
+    assert seen["sigma"][1] == pytest.approx(2 * R / n / math.sqrt(2 * rho_final), rel=1e-9)
+
+
+def _bhs_with_scores(monkeypatch, score, Sigma, mu):
+    from dpstats.algorithms import mean_bhs as B
+
+    monkeypatch.setattr(B, "stable_covariance", lambda Y, lam, k: (Sigma, score, None))
+    monkeypatch.setattr(B, "stable_mean", lambda X, S, lam, k, R: (mu, score, None))
+
+
+def test_bhs_noise_is_c2_sigma(monkeypatch):
+    """Given (mu, Sigma) and a passing score, the release is mu + N(0, c2 Sigma), c2 = 810 lambda_0 log(12/delta) / (eps n)^2."""
+    Sigma, mu = np.array([[2.0, 0.6], [0.6, 0.5]]), np.array([1.0, -2.0])
+    _bhs_with_scores(monkeypatch, 0, Sigma, mu)
+    n, eps, lam0 = 2000, 10.0, 1.0
+    X = np.zeros((n, 2))
+    c2 = 810 * lam0 * math.log(12 / DELTA) / (eps * n) ** 2
+    est = np.array([run("bhs_affine", X, facts_for(X), eps, s, lambda0=lam0).estimate for s in range(1500)])
+    w = (est - mu) @ np.linalg.inv(np.linalg.cholesky(Sigma)).T / math.sqrt(c2)
+    assert np.allclose(w.std(axis=0, ddof=1), 1.0, rtol=0.07)
+    assert abs(np.corrcoef(w, rowvar=False)[0, 1]) < 0.1
+
+
+def test_bhs_test_passes_with_the_laplace_probabilities(monkeypatch):
+    """P(PASS | z) = P(z + Lap(3/eps) < T), T = k - 3 - 3 log(3/delta)/eps; a score of k - 3 never passes in practice."""
+    n, eps, lam0 = 2000, 10.0, 1.0
+    X = np.zeros((n, 2))
+    k = bhs_k(eps, DELTA)
+    T = (k - 3) - 3 * math.log(3 / DELTA) / eps
+    b = 3 / eps
+    for z in (math.floor(T), math.floor(T) + 1, k - 3):
+        _bhs_with_scores(monkeypatch, z, np.eye(2), np.zeros(2))
+        passed = np.mean([run("bhs_affine", X, facts_for(X), eps, s, lambda0=lam0).released for s in range(2000)])
+        x = T - z
+        p = 1 - 0.5 * math.exp(-x / b) if x >= 0 else 0.5 * math.exp(x / b)
+        assert abs(passed - p) < 4 * math.sqrt(p * (1 - p) / 2000) + 1e-12, (z, passed, p)

@@ -271,8 +271,9 @@ class BHSAffine(Algorithm):
         T = (k - 3) - math.log(1.0 / (2.0 * delta_t)) / eps_t
         passed = z + rng.laplace(0.0, 1.0 / eps_t) < T
         if not passed:
-            return self.decline("propose-test-release failed (data not stable enough)", acc, score_cov=s1, score_mean=s2, k=k)
+            # the scores s1, s2 are not private (only the noisy test is): they stay out of the details
+            return self.decline("propose-test-release failed (data not stable enough)", acc, k=k, lambda0=lambda0, ptr_threshold=T)
         c2 = 810.0 * lambda0 * math.log(12.0 / delta) / (epsilon**2 * n**2)
         lam_, V = np.linalg.eigh((Sigma + Sigma.T) / 2.0)
         noise = V @ (np.sqrt(np.maximum(lam_, 0.0) * c2) * rng.standard_normal(d))
-        return self.release(mu + noise, acc, score_cov=s1, score_mean=s2, k=k, lambda0=lambda0, ptr_threshold=T)
+        return self.release(mu + noise, acc, k=k, lambda0=lambda0, ptr_threshold=T)

@@ -77,7 +77,9 @@ def coinpress_iterate(
     center : ndarray
         The last noisy mean (the estimate).
     trace : list of dict
-        Radius, clip threshold, sigma and rows clipped per step.
+        Radius, clip threshold and sigma per step (public given earlier
+        releases; the number of rows clipped is not reported: it is a count
+        of the private data that no mechanism has paid for).
     """
     n, d = Z.shape
     gamma = gaussian_tailbound(d, beta)
@@ -86,13 +88,12 @@ def coinpress_iterate(
     trace = []
     for i, rho_t in enumerate(rhos):
         C = min(math.sqrt(r * r + 6.0 * r + gamma * gamma), r + gamma)
-        clipped = int(np.sum(np.linalg.norm(Z - c[None, :], axis=1) > C))
         mean = ball_mean(Z, c, C)
         sens = 2.0 * C / n
         sigma = sens / math.sqrt(2.0 * rho_t)
         acc.spend_gaussian(f"coinpress step {i + 1}", sens, sigma, f"ball radius {C:.4g}, replace-one sensitivity 2C/n")
         c = mean + gaussian_noise(rng, sigma, size=d)
-        trace.append({"radius": r, "clip": C, "sigma": sigma, "clipped": clipped})
+        trace.append({"radius": r, "clip": C, "sigma": sigma})
         r = gamma * math.sqrt(1.0 / n + sigma * sigma)
     return c, trace
 
@@ -139,8 +140,9 @@ class CoinPressScaled(Algorithm):
 
     Algorithm
     ---------
-    1. For each column ``j``: pair consecutive rows, take the differences
-       ``|x_{2i,j} - x_{2i+1,j}|`` (location-free), and release their
+    1. For each column ``j``: pair the rows by a random permutation (from
+       ``rng``), take the differences ``|x_a - x_b|`` of the ``floor(n/2)``
+       pairs (location-free), and release their
        ``q``-quantile with the tie-robust exponential mechanism on a public
        geometric grid (:func:`~dpstats.algorithms._mean_utils.grid_quantile`).
        For Gaussian data ``(x_a - x_b)/sqrt(2) ~ N(0, s^2)``, so
