@@ -103,31 +103,34 @@ def random_blocks(n: int, k: int, rng: np.random.Generator) -> list[np.ndarray]:
 
 
 def _fwl_batch(Xb: np.ndarray, yb: np.ndarray, j: int, wb: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """FWL statistics for a batch of equal-size blocks ``Xb`` (g, m, d), ``yb`` (g, m)."""
+    """FWL statistics for a batch of equal-size blocks ``Xb`` (g, m, d), ``yb`` (g, m).
+
+    Works from each block's cross-products ``X'X`` and ``X'y``: with ``Z`` the
+    columns other than ``j`` (scaled to unit norm for conditioning; the
+    projection is invariant to column scaling), ``gamma = (Z'Z)^+ Z'x``,
+    ``D = x'x - gamma' Z'x`` and ``N = x'y - gamma' Z'y``.
+    """
     g, m, d = Xb.shape
-    x = Xb[:, :, j]
-    Z = np.delete(Xb, j, axis=2)
     if wb is not None:
         sw = np.sqrt(wb)
-        x = x * sw
+        Xb = Xb * sw[:, :, None]
         yb = yb * sw
-        Z = Z * sw[:, :, None]
-    xx = np.einsum("gm,gm->g", x, x)
-    xy = np.einsum("gm,gm->g", x, yb)
-    if Z.shape[2] == 0:
+    G = np.matmul(Xb.transpose(0, 2, 1), Xb)
+    c = np.einsum("gmd,gm->gd", Xb, yb)
+    xx = G[:, j, j]
+    xy = c[:, j]
+    if d == 1:
         N, D = xy, xx
     else:
-        # the projection on span(Z) is invariant to column scaling: scale for conditioning
-        norms = np.sqrt(np.einsum("gmp,gmp->gp", Z, Z))
+        others = np.array([i for i in range(d) if i != j])
+        norms = np.sqrt(np.maximum(G[:, others, others], 0.0))
         norms = np.where(norms > 0, norms, 1.0)
-        Zs = Z / norms[:, None, :]
-        G = np.matmul(Zs.transpose(0, 2, 1), Zs)
-        bx = np.einsum("gmp,gm->gp", Zs, x)
-        by = np.einsum("gmp,gm->gp", Zs, yb)
-        w, V = np.linalg.eigh(G)
+        Gzz = G[:, others[:, None], others[None, :]] / (norms[:, :, None] * norms[:, None, :])
+        bx = G[:, others, j] / norms
+        by = c[:, others] / norms
+        w, V = np.linalg.eigh(Gzz)
         wmax = np.maximum(w[:, -1:], 1e-300)
         inv = np.where(w > EIG_RTOL * wmax, 1.0 / np.where(w > 0, w, 1.0), 0.0)
-        # gamma = G^+ bx ; N = x'y - gamma' by ; D = x'x - gamma' bx
         vbx = np.einsum("gpq,gp->gq", V, bx)
         vby = np.einsum("gpq,gp->gq", V, by)
         D = xx - np.einsum("gq,gq,gq->g", vbx, inv, vbx)
