@@ -2,19 +2,20 @@
 
 Our design (see ``docs/algorithms/sce/fwl_score.md``).
 
-Stage 1 (nuisance). Columns are put on a common footing by a private
-standardisation (public bounds for 0/1 columns, private median and scale for
-the others), rows are clipped to a private norm bound, and a noisy Gram
-matrix of ``(1, controls, x, y)`` is released (sufficient statistics
-perturbation). From it: the projection coefficients ``gamma`` of ``x`` and
-``delta`` of ``y`` on the controls, a pilot ``theta0`` and the residual
-variances that set the clipping scales of stage 2.
+Stage 1 (nuisance, :func:`partial_out`). Columns are put on a common footing
+by a private standardisation (0/1 columns as they are, a private median and a
+private scale for the others), rows are clipped to a private norm bound, and a
+noisy Gram matrix of ``(1, controls, x, y)`` is released (sufficient
+statistics perturbation). From it: the projection coefficients ``gamma`` of
+``x`` and ``delta`` of ``y`` on the controls and a pilot ``theta0``.
 
 Stage 2 (score). With the now public ``gamma``, ``delta``, ``theta0`` each
 row gives ``u_i = x_i - z_i' gamma`` and ``v_i = y_i - z_i' delta - theta0 u_i``
-(standardised units). Release ``S = sum clip(u_i v_i, +-C_p)`` and
-``T = sum min(u_i^2, C_u^2)`` with Gaussian noise and output
-``theta0 + S / T``. The estimating equation ``sum u_i (w_i - theta u_i) = 0``
+(standardised units, unclipped columns). With private clipping scales
+``C_u``, ``C_v``, release ``S = sum clip(u_i) clip(v_i)`` and
+``T = sum clip(u_i)^2`` with Gaussian noise and output ``theta0 + S / T``
+(then shrunk towards 0 by its noise z-score, and 0 when the standardisation
+visibly failed). The estimating equation ``sum u_i (w_i - theta u_i) = 0``
 is Neyman-orthogonal: the error left by imperfect ``gamma`` and ``delta`` is
 their *product*, ``(gamma - gamma*)' Z'Z (delta - delta* - theta (gamma - gamma*))``,
 so a rough private nuisance costs little.
