@@ -149,6 +149,25 @@ def test_noisy_max_bin_distribution_with_aggregated_empty_bins():
     assert all(0 <= b < 10**12 for b in big) and sum(b == 5 for b in big) < 5
 
 
+@pytest.mark.parametrize("which", ["grid_quantile", "tail_scale"])
+def test_score_draws_follow_exp_eps_score_over_two(which):
+    """The draws the ledger charges eps^2/8 for are exp(eps * score / 2) with the sensitivity-1 scores above."""
+    rng = np.random.default_rng(8)
+    eps, reps = 2.0, 8000
+    if which == "grid_quantile":
+        grid = np.array([-1.0, 0.5, 1.0, 2.0, 3.0, 8.0])
+        scores = U.grid_quantile_scores(VALUES, 3, grid)
+        draws = [U.grid_quantile(VALUES, 3, grid, eps, rng) for _ in range(reps)]
+    else:
+        grid = np.array([0.0, 0.5, 1.5, 2.0, 5.0, 8.0])
+        scores = U.tail_scale_scores(VALUES, 2.0, None, grid)
+        draws = [U.tail_scale(VALUES, 2.0, None, grid, eps, rng) for _ in range(reps)]
+    assert len(set(scores.tolist())) >= 3  # several score levels, so the temperature matters
+    w = np.exp(eps / 2 * scores)
+    freq = np.array([np.mean(np.array(draws) == g) for g in grid])
+    assert np.abs(freq - w / w.sum()).max() < 0.02
+
+
 def test_pair_differences_one_row_changes_one_difference():
     x = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0])
     base = U.pair_differences(x, np.random.default_rng(7))

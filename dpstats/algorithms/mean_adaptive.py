@@ -133,8 +133,9 @@ def private_column_ranges(
 def _box_release(algo, X, center, half, acc, rng, **details):
     """Gaussian mean of the rows clipped to the box ``center +- half`` with the remaining budget.
 
-    Degenerate columns (``half == 0``: a public constant) are returned
-    exactly and take no noise. The scaled rows ``z`` lie in ``[-1, 1]^d'``,
+    Degenerate columns (``half == 0``: a public constant, or a private range
+    whose two tail scales were both drawn as 0) are returned as their centre,
+    a public or released value, and take no noise. The scaled rows ``z`` lie in ``[-1, 1]^d'``,
     so the replace-one L2 sensitivity of their mean is ``2 sqrt(d') / n``.
     """
     n, d = X.shape
