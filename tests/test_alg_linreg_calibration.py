@@ -388,3 +388,49 @@ def test_signed_grid_is_symmetric_and_fine():
     pos = SIGNED_GRID[SIGNED_GRID > 0]
     assert np.allclose(pos, -SIGNED_GRID[SIGNED_GRID < 0][::-1])
     assert np.max(pos[1:] / pos[:-1]) < 1.023
+
+
+# --------------------------------------------------------------------------
+# details carry no unpaid data statistics
+# --------------------------------------------------------------------------
+
+#: keys a release's details may carry: public facts/parameters, or functions of privately released values
+_ALLOWED_DETAILS = {
+    "bound_quantile", "B_x", "B_y",  # raw_bounds: level (public) and private bounds
+    "private_columns", "scale_q", "range_epsilon",  # private_basis: public
+    "lambda", "sigma_xx", "sigma_xy", "sigma_lambda", "sigma",  # functions of released noisy values / bounds
+    "m", "threshold",  # public
+    "ridge", "clip", "clip_quantile",  # dpnewton: from the noisy Gram and the private clip quantile
+}
+
+
+@pytest.mark.parametrize("name", ["adassp", "adassp_std", "ssp", "ssp_std", "dpgd", "dpgd_std", "sa_median",
+                                  "dpnewton"])
+def test_details_carry_no_unpaid_data_statistics(name):
+    """Only public values or functions of paid-for releases (no clipped counts, exact depths, shares, ...)."""
+    from dpstats.algorithms import TaskData, get
+
+    rng = np.random.default_rng(7)
+    X, y, facts = _sim(1500, rng)
+    X[:20, 1] *= 100.0  # some rows get clipped
+    out = get("linreg", name)().run(TaskData(X, y), facts, 1.0, 1e-6, np.random.default_rng(1))
+    assert out.released
+    assert set(out.details) <= _ALLOWED_DETAILS, set(out.details) - _ALLOWED_DETAILS
+
+
+def test_tukeyem_details_and_reason_carry_no_distance_or_depth():
+    """k_hat (the un-noised PTR statistic) and the sampled depth are data statistics: never reported."""
+    from dpstats.algorithms import TaskData, get
+
+    rng = np.random.default_rng(3)
+    X, y, facts = _sim(4000, rng, d_free=1)
+    X = X[:, :2]
+    facts.columns, facts.d = ("Intercept", "x1"), 2
+    alg = get("linreg", "tukeyem")(m=200)
+    for eps in (0.02, 5.0):  # the first fails the test, the second releases
+        out = alg.run(TaskData(X, y), facts, eps, 1e-6, np.random.default_rng(0))
+        assert set(out.details) <= _ALLOWED_DETAILS, set(out.details) - _ALLOWED_DETAILS
+        if not out.released:
+            assert not any(ch.isdigit() for ch in out.reason.split("threshold")[0])
+    outs = [alg.run(TaskData(X, y), facts, e, 1e-6, np.random.default_rng(0)).released for e in (0.02, 5.0)]
+    assert outs == [False, True]

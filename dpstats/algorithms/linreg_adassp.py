@@ -164,7 +164,6 @@ def raw_bounds(
         spend_em(acc, "bound on ||x_free||", eps)
         f = np.minimum(1.0, Bf / np.maximum(norms, 1e-300))
         Xc[:, S.free] *= f[:, None]
-        details["clipped_rows"] = int(np.sum(norms > Bf))
     if need_y:
         By = private_norm_bound(np.abs(y), q, eps, rng)
         spend_em(acc, "bound on |y|", eps)

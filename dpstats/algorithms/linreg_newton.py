@@ -141,12 +141,10 @@ class DPNewton(Algorithm):
         C = private_norm_bound(wn * np.abs(r), qc, eps_c, rng)
         spend_em(acc, "gradient clip bound", eps_c, note="quantile of ||w_i|| |r_i|, replace-one sensitivity 1")
         # 4. Newton steps
-        clipped = 0
         for t in range(T):
             r = ug - Zg @ theta
             gn = wn * np.abs(r)
             f = np.minimum(1.0, C / np.maximum(gn, 1e-300))
-            clipped += int(np.sum(gn > C))
             g = W.T @ (r * f)
             share = acc.remaining / (T - t)
             sigma = 2.0 * C / math.sqrt(2.0 * share)
@@ -154,7 +152,7 @@ class DPNewton(Algorithm):
             g = g + rng.normal(0.0, sigma, size=d)
             theta = theta + p["eta"] * linalg.solve_triangular(L.T, g, lower=False)
         return self.release(
-            basis.coef_to_raw(theta), acc, ridge=lam, clip=C, clip_quantile=qc, clipped_per_step=clipped / T,
+            basis.coef_to_raw(theta), acc, ridge=lam, clip=C, clip_quantile=qc,
             sigma_xx=cal.sigma_xx, **basis.details,
         )
 

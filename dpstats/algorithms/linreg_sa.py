@@ -99,8 +99,7 @@ class SubsampleAggregateMedian(Algorithm):
             eps_j = em_epsilon(acc.remaining / (d - j))  # equal shares; the last takes exactly what is left
             theta[j] = private_median_midpoint(est[:, j], SIGNED_GRID, eps_j, rng)
             spend_em(acc, f"median of coordinate {j}", eps_j, note="m block values, replace-one sensitivity 1")
-        unident = float(np.mean(~np.isfinite(est)))
-        return self.release(basis.coef_to_raw(theta), acc, m=m, unidentified_share=unident, **basis.details)
+        return self.release(basis.coef_to_raw(theta), acc, m=m, **basis.details)
 
 
 coefficient_of(SubsampleAggregateMedian)

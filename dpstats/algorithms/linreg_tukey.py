@@ -213,12 +213,11 @@ def _tukey(X, y, m, epsilon, delta, rng, reference: bool):
     noise = rng.laplace(scale=eps1 if reference else 1.0 / eps1)
     threshold = math.log(1.0 / (2.0 * delta)) / eps1
     acc.spend("propose-test-release (Laplace)", eps1, 0.0, note="distance lower bound, sensitivity 1")
-    details.update(k_hat=k_hat, threshold=threshold)
+    details["threshold"] = threshold  # k_hat and the depth are data statistics: never reported
     if not (k_hat + noise >= threshold):
-        return None, f"propose-test-release failed (distance bound {k_hat}, threshold {threshold:.1f})", acc, details
-    point, depth = sample_depth_region(proj, t, eps2, rng, halve=not reference)
+        return None, f"propose-test-release failed (noisy distance bound below the threshold {threshold:.1f})", acc, details
+    point, _ = sample_depth_region(proj, t, eps2, rng, halve=not reference)
     acc.spend("restricted Tukey-depth exponential mechanism", eps2, delta)
-    details["depth"] = depth
     return point, "", acc, details
 
 
