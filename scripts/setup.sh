@@ -3,7 +3,8 @@
 #   - Debian packages: R 4.2 with sandwich, clubSandwich, reticulate, testthat
 #     (for the R engine and the R package) and Chromium (for the report's page tests);
 #   - a virtual environment .venv with dpstats installed in editable mode with
-#     all extras, pinned by requirements/constraints.txt.
+#     all extras, pinned by requirements/constraints.txt;
+#   - the R package in r_bridge/ (use it with RETICULATE_PYTHON=$PWD/.venv/bin/python).
 # Idempotent: a second run installs nothing new.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,4 +30,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -c requirements/constraints.txt -e ".[dev]"
+if command -v R >/dev/null 2>&1; then
+  # the R package (r_bridge/) into R's site library; it finds Python through reticulate
+  R CMD INSTALL --no-test-load r_bridge >/tmp/dpstats-r-install.log 2>&1 \
+    || { cat /tmp/dpstats-r-install.log; echo "setup: R CMD INSTALL r_bridge failed"; exit 1; }
+fi
 echo "setup: done ($(.venv/bin/python -c 'import dpstats; print("dpstats", dpstats.__version__)'))"
