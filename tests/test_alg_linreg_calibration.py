@@ -434,3 +434,74 @@ def test_tukeyem_details_and_reason_carry_no_distance_or_depth():
             assert not any(ch.isdigit() for ch in out.reason.split("threshold")[0])
     outs = [alg.run(TaskData(X, y), facts, e, 1e-6, np.random.default_rng(0)).released for e in (0.02, 5.0)]
     assert outs == [False, True]
+
+
+# --------------------------------------------------------------------------
+# mechanisms are run at the parameters the ledger charges
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["adassp", "adassp_std", "ssp", "ssp_std", "dpgd", "dpgd_std", "sa_median",
+                                  "dpnewton"])
+def test_exponential_mechanisms_run_at_the_charged_epsilon(name, monkeypatch):
+    """Every grid exponential mechanism draws with the epsilon whose eps^2/8 the ledger records."""
+    import dpstats.algorithms._linreg_utils as lu
+    import dpstats.mechanisms as mech
+    from dpstats.algorithms import TaskData, get
+
+    calls = []
+    real = mech.exponential_mechanism
+
+    def recording(scores, epsilon, sensitivity, rng, log_base=None, monotone=False):
+        calls.append((epsilon, sensitivity, monotone))
+        return real(scores, epsilon, sensitivity, rng, log_base=log_base, monotone=monotone)
+
+    monkeypatch.setattr(mech, "exponential_mechanism", recording)
+    monkeypatch.setattr(lu, "exponential_mechanism", recording)
+    X, y, facts = _sim(1500, np.random.default_rng(5))
+    out = get("linreg", name)().run(TaskData(X, y), facts, 1.0, 1e-6, np.random.default_rng(2))
+    charged = sorted(row[1] for row in out.ledger if lu.BR_NOTE in row[3])
+    assert calls and all(s == 1.0 and not mono for _, s, mono in calls)
+    assert sorted(e**2 / 8.0 for e, _, _ in calls) == pytest.approx(charged, rel=1e-12)
+
+
+class _RecordingRng:
+    """Forwards to a Generator and records the Laplace scales and the restricted mechanism's exponent."""
+
+    def __init__(self, seed):
+        self._g = np.random.default_rng(seed)
+        self.laplace_scales = []
+
+    def laplace(self, loc=0.0, scale=1.0, size=None):
+        self.laplace_scales.append(scale)
+        return self._g.laplace(loc, scale, size)
+
+    def __getattr__(self, item):
+        return getattr(self._g, item)
+
+
+def test_tukeyem_ptr_laplace_scale_and_sampler_exponent(monkeypatch):
+    """Standard TukeyEM: PTR noise Laplace(1/eps_1) with eps_1 = eps/2, and sampling with exp(eps_2 depth / 2)."""
+    import dpstats.algorithms.linreg_tukey as lt
+
+    seen = []
+    real = lt.sample_depth_region
+
+    def recording(proj, t, eps2, rng, halve=True):
+        seen.append((eps2, halve))
+        return real(proj, t, eps2, rng, halve=halve)
+
+    monkeypatch.setattr(lt, "sample_depth_region", recording)
+    rng = np.random.default_rng(3)
+    n = 4000
+    X = np.column_stack([np.ones(n), rng.normal(size=n)])
+    y = X @ np.array([1.0, 2.0]) + rng.normal(size=n)
+    eps = 5.0
+    for reference, scale, halve in ((False, 2.0 / eps, True), (True, eps / 2.0, False)):
+        seen.clear()
+        r = _RecordingRng(0)
+        est, reason, acc, _ = lt._tukey(X, y, 200, eps, 1e-6, r, reference=reference)
+        assert r.laplace_scales == [pytest.approx(scale)]
+        assert est is not None, reason
+        assert seen == [(pytest.approx(eps / 2.0), halve)]
+        assert acc.spent == pytest.approx(eps)
