@@ -505,3 +505,17 @@ def test_tukeyem_ptr_laplace_scale_and_sampler_exponent(monkeypatch):
         assert est is not None, reason
         assert seen == [(pytest.approx(eps / 2.0), halve)]
         assert acc.spent == pytest.approx(eps)
+
+
+def test_databounds_details_do_not_report_the_data_maxima():
+    """adassp_databounds reads max ||x|| and max |y| without privacy; its details must not publish them too."""
+    import warnings
+
+    from dpstats.algorithms import TaskData, get
+
+    X, y, facts = _sim(1500, np.random.default_rng(5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = get("linreg", "adassp_databounds")().run(TaskData(X, y), facts, 1.0, 1e-6, np.random.default_rng(2))
+    assert "B_x" not in out.details and "B_y" not in out.details
+    assert set(out.details) <= _ALLOWED_DETAILS

@@ -233,7 +233,7 @@ class AdaSSPDataBounds(Algorithm):
         B2 = B2 if B2 > 0 else 1.0
         By = By if By > 0 else 1.0
         theta, det = adassp_core(X, y, B2, B2**2, By, acc, delta, rng, self.params["rho_fail"])
-        return self.release(theta, acc, B_x=math.sqrt(B2), B_y=By, **det)
+        return self.release(theta, acc, **det)  # B_x, B_y are exact data maxima: not reported
 
 
 @register
