@@ -48,6 +48,8 @@ Examples
 
 from __future__ import annotations
 
+import os
+
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -208,6 +210,11 @@ def _r() -> Any:
         return _STATE["fns"]
     if "error" in _STATE:
         raise REngineError(_STATE["error"])
+    # Starting the embedded R sets LD_LIBRARY_PATH to R's library folders (and
+    # the system's), which would make child Python processes (worker pools,
+    # Dask nannies) load the system's libpython; R's own libraries are loaded
+    # by then, so the variable is restored.
+    saved = os.environ.get("LD_LIBRARY_PATH")
     try:
         import rpy2.robjects as ro
         from rpy2.rinterface_lib.embedded import RRuntimeError  # noqa: F401
@@ -217,6 +224,11 @@ def _r() -> Any:
             "install R and then `pip install 'dpstats[r]'` (rpy2==3.5.17)"
         )
         raise REngineError(_STATE["error"]) from None
+    finally:
+        if saved is None:
+            os.environ.pop("LD_LIBRARY_PATH", None)
+        else:
+            os.environ["LD_LIBRARY_PATH"] = saved
     missing = [p for p in R_PACKAGES if not ro.r(f'isTRUE(suppressMessages(requireNamespace("{p}", quietly = TRUE)))')[0]]
     if missing:
         _STATE["error"] = (

@@ -3,12 +3,11 @@
 Examples
 --------
 >>> from dpstats.corpus import Corpus
->>> from dpstats.verify import verify_corpus
 >>> from dpstats.verify import verify_instance
 >>> corpus = Corpus.public()
 >>> row = verify_instance(corpus, corpus.spec("mroz87_lwage"))
 >>> row.reproduces, row.reported
-(True, {'coef': 0.1075, 'se': 0.0141})
+(True, {'coef': 0.107, 'se': 0.014})
 """
 
 from __future__ import annotations
