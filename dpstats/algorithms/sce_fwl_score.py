@@ -247,6 +247,7 @@ def fwl_score_release(
     use_bounds: bool,
     plaus_lo: float,
     plaus_hi: float,
+    gram_full_d: float,
 ) -> tuple[float, dict]:
     """Run both stages, spending the accountant's whole budget.
 
@@ -258,8 +259,10 @@ def fwl_score_release(
     """
     n = X.shape[0]
     rho = acc.rho
+    # few controls: the nuisance has few parameters and needs less of the budget (public rule on d)
+    g_share = gram_share * min(1.0, (X.shape[1] - 1) / gram_full_d) if gram_full_d > 0 else gram_share
     P = partial_out(
-        X, y, facts, acc, rng, scale_share=scale_share, gram_share=gram_share, scale_factor=scale_factor,
+        X, y, facts, acc, rng, scale_share=scale_share, gram_share=g_share, scale_factor=scale_factor,
         col_clip=col_clip, kappa=kappa, q_row_max=q_row_max, ridge=ridge, use_bounds=use_bounds,
     )
     theta0, u = P.theta0, P.u
@@ -341,6 +344,7 @@ class FWLScore(Algorithm):
         "use_bounds": Param(False, "scale bounded columns by their public range instead of privately (worse on the public corpus)"),
         "plaus_lo": Param(1e-3, "release 0 when the row bound / sqrt(p) or the |u| clip falls below this (failed scales; our choice)"),
         "plaus_hi": Param(1e3, "... or above this (our choice)"),
+        "gram_full_d": Param(4.0, "the Gram share is scaled by min(1, (d - 1) / gram_full_d): small d needs less (tuned)"),
         "shrink": Param(1.0, "positive-part shrinkage of the estimate towards 0 by its noise z-score (our choice)"),
         "q_row_max": Param(0.9, "the Gram row bound is at most the 0.9 quantile of row norms (our choice)"),
     }
