@@ -50,15 +50,16 @@ __all__ = [
     "private_mean",
 ]
 
-#: The method each function uses when ``method=None``: a standard-class
-#: algorithm of the registry, the best standard algorithm of its task by tau@50
-#: on the public corpus as measured during development (mean: adaptive_whiten,
-#: tau@50 7.07 / 2.19 / 0.98 / 0.35 at epsilon 0.3 / 1 / 3 / 10). Re-check
-#: against the leaderboard of a full run (dpstats bench --preset full) before a
-#: release.
+#: The method each function uses when ``method=None``: the standard-class
+#: algorithm of its task with the best tau@50 on the public corpus (quick preset,
+#: epsilon 1 and 10: sce fwl_score 3.64 / 0.69, linreg dpnewton 7.20 / 1.67,
+#: mean adaptive_whiten 2.51 / 0.35). tau@50 is a median: on small samples at
+#: small epsilon every method here has heavy tails (rare releases far from the
+#: OLS estimate). Re-check against a full run (dpstats bench --preset full)
+#: before a release.
 DEFAULT_METHODS: dict[str, str] = {
-    "sce": "adassp_std",
-    "linreg": "adassp_std",
+    "sce": "fwl_score",
+    "linreg": "dpnewton",
     "mean": "adaptive_whiten",
 }
 
