@@ -400,7 +400,7 @@ _ALLOWED_DETAILS = {
     "private_columns", "scale_q", "range_epsilon",  # private_basis: public
     "lambda", "sigma_xx", "sigma_xy", "sigma_lambda", "sigma",  # functions of released noisy values / bounds
     "m", "threshold",  # public
-    "ridge", "clip", "clip_quantile",  # dpnewton: from the noisy Gram and the private clip quantile
+    "ridge", "clip", "clip_quantile", "k_sd",  # dpnewton: from the noisy Gram, the private clip quantile, public n, d, rho
 }
 
 
@@ -519,3 +519,30 @@ def test_databounds_details_do_not_report_the_data_maxima():
         out = get("linreg", "adassp_databounds")().run(TaskData(X, y), facts, 1.0, 1e-6, np.random.default_rng(2))
     assert "B_x" not in out.details and "B_y" not in out.details
     assert set(out.details) <= _ALLOWED_DETAILS
+
+
+def test_newton_step_sensitivity_two_c():
+    """dpnewton's step: replacing one box-clipped row changes sum_i clip_C(w_i r_i) by at most 2C in L2."""
+    rng = np.random.default_rng(10)
+    d = 4
+    for _ in range(100):
+        A = rng.normal(size=(d, d))
+        L = np.linalg.cholesky(A @ A.T + 0.1 * np.eye(d))
+        theta = rng.normal(size=d) * 2
+        Z = _box_rows(d - 1, [], True, rng, 8)
+        u = rng.uniform(-1, 1, 8)
+        W = np.linalg.solve(L, Z.T).T
+        r = u - Z @ theta
+        C = float(np.quantile(np.linalg.norm(W, axis=1) * np.abs(r), 0.5))
+
+        def gsum(W, r):
+            g = np.linalg.norm(W, axis=1) * np.abs(r)
+            return W.T @ (r * np.minimum(1.0, C / np.maximum(g, 1e-300)))
+
+        base = gsum(W, r)
+        for z_new in _adversarial_box_rows(d - 1, [], True)[::3]:
+            for u_new in (-1.0, 1.0):
+                W2, r2 = W.copy(), r.copy()
+                W2[0] = np.linalg.solve(L, z_new)
+                r2[0] = u_new - z_new @ theta
+                assert np.linalg.norm(gsum(W2, r2) - base) <= 2 * C * (1 + 1e-12)
