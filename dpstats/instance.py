@@ -61,6 +61,10 @@ class PublicFacts:
         Design columns that are 0/1 dummies by construction (categorical terms).
     intercept : bool
         Whether the design has an intercept column.
+    weighted : bool
+        Whether the instance has analytic weights. Algorithms then see rows
+        scaled by sqrt(weight), for which no column range is public, so
+        ``bounds`` is empty for weighted instances.
     """
 
     instance: str
@@ -75,6 +79,7 @@ class PublicFacts:
     bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     dummies: tuple[str, ...] = ()
     intercept: bool = False
+    weighted: bool = False
 
     def column_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Arrays ``(lo, hi)`` over ``columns``; ``-inf``/``inf`` where no public bound is known."""
@@ -93,7 +98,7 @@ class PublicFacts:
             "instance": self.instance, "study": self.study, "task": self.task, "n": self.n, "d": self.d,
             "columns": list(self.columns), "outcome": self.outcome, "coefficient": self.coefficient,
             "coef_index": self.coef_index, "bounds": {k: list(v) for k, v in self.bounds.items()},
-            "dummies": list(self.dummies), "intercept": self.intercept,
+            "dummies": list(self.dummies), "intercept": self.intercept, "weighted": self.weighted,
         }
 
 
@@ -403,6 +408,10 @@ def _build_regression(spec: InstanceSpec, data: pd.DataFrame) -> Instance:
             bounds[c] = (0.0, 1.0)
     if outcome in var_bounds:
         bounds[outcome] = var_bounds[outcome]
+    if spec.weights:
+        # algorithms see rows scaled by sqrt(weight): the weights are private, so
+        # no range of the scaled columns (not even the intercept's) is public
+        bounds = {}
     used_vars = (
         _formula_variables(info, data.columns) | _formula_variables(ydf.design_info, data.columns)
         | set(spec.fixed_effects) | set(extra)
@@ -411,7 +420,7 @@ def _build_regression(spec: InstanceSpec, data: pd.DataFrame) -> Instance:
     facts = PublicFacts(
         instance=spec.id, study=spec.study, task=spec.task, n=n, d=d, columns=tuple(names), outcome=outcome,
         coefficient=spec.coefficient, coef_index=coef_index, bounds=bounds,
-        dummies=tuple(names[j] for j in sorted(dummy_cols)), intercept=intercept,
+        dummies=tuple(names[j] for j in sorted(dummy_cols)), intercept=intercept, weighted=bool(spec.weights),
     )
     oob = _out_of_bounds(np.column_stack([X, y]), tuple(names) + (outcome,), bounds)
     return Instance(

@@ -94,6 +94,9 @@ formula = "lwage ~ educ + C(female)"
     np.testing.assert_allclose(fe.weights, df["w"].to_numpy())
     td = fe.task_data()
     np.testing.assert_allclose(td.X, fe.X * np.sqrt(df["w"].to_numpy())[:, None])
+    # scaled rows have no public range, not even the intercept's
+    assert fe.facts.weighted and fe.facts.bounds == {}
+    assert not corpus.instance("pq").facts.weighted
     pq = corpus.instance("pq")
     assert pq.facts.columns == ("Intercept", "C(female)[T.1]", "educ")
 
