@@ -20,7 +20,7 @@ Examples
 >>> res = dpstats.private_coef(mroz, "lwage ~ educ + exper + expersq", coef="educ",
 ...                            epsilon=1.0, bounds={"educ": (0, 20)}, seed=1)
 >>> res.method, res.epsilon, res.n
-('adassp_std', 1.0, 428)
+('fwl_score', 1.0, 428)
 """
 
 from __future__ import annotations
