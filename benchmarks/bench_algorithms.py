@@ -24,7 +24,7 @@ import warnings
 import numpy as np
 
 from dpstats.algorithms import list_algorithms
-from dpstats.corpus import Corpus
+from dpstats.data.corpus import Corpus
 
 
 def _nonprivate(task: str, X: np.ndarray, y: np.ndarray | None) -> None:

@@ -14,8 +14,8 @@ import argparse
 import json
 import time
 
-from dpstats.baseline import compute_baseline
-from dpstats.corpus import Corpus, public_corpus_path
+from dpstats.ols.baseline import compute_baseline
+from dpstats.data.corpus import Corpus, public_corpus_path
 
 
 def run_once(root: str) -> tuple[float, dict[str, float], int]:

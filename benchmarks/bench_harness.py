@@ -48,9 +48,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from dpstats import runner as R  # noqa: E402
-from dpstats.corpus import public_corpus_path  # noqa: E402
-from dpstats.trial import execute, load_problem  # noqa: E402
+from dpstats.bench import runner as R  # noqa: E402
+from dpstats.data.corpus import public_corpus_path  # noqa: E402
+from dpstats.bench.trial import execute, load_problem  # noqa: E402
 
 SETTINGS = {
     "small (Mroz 1987, n = 428-753)": {"sce": "mroz87_lwage", "linreg": "mroz87_lwage_linreg",
@@ -103,7 +103,7 @@ def overhead(trials: int) -> None:
 
 
 def _mean_instances(k: int) -> list[str]:
-    from dpstats.corpus import Corpus
+    from dpstats.data.corpus import Corpus
 
     return [s.id for s in Corpus(public_corpus_path()).specs("mean")][:k]
 
@@ -173,7 +173,7 @@ def estimate_full(path: str, workers: int) -> None:
     """
     from collections import Counter
 
-    from dpstats.store import read_trials
+    from dpstats.bench.store import read_trials
 
     df = read_trials(path)
     per_inst = df.groupby(["task", "algorithm", "instance"]).seconds.mean().to_dict()

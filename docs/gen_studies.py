@@ -12,7 +12,7 @@ def _fmt_bounds(b) -> str:  # noqa: ANN001
 
 def write_pages(corpus_dir: Path, out: Path) -> None:
     """Write ``out/<study>.md`` for every study of the corpus and ``out/index.md``."""
-    from dpstats.corpus import Corpus
+    from dpstats.data.corpus import Corpus
 
     if out.exists():
         shutil.rmtree(out)

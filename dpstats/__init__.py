@@ -16,14 +16,14 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "Corpus": "dpstats.corpus",
+    "Corpus": "dpstats.data.corpus",
     "CorpusError": "dpstats.errors",
-    "Instance": "dpstats.instance",
-    "PublicFacts": "dpstats.instance",
-    "Baseline": "dpstats.baseline",
-    "compute_baseline": "dpstats.baseline",
-    "Budget": "dpstats.privacy",
-    "PrivacyLeakWarning": "dpstats.privacy",
+    "Instance": "dpstats.data.instance",
+    "PublicFacts": "dpstats.data.instance",
+    "Baseline": "dpstats.ols.baseline",
+    "compute_baseline": "dpstats.ols.baseline",
+    "Budget": "dpstats.privacy.accounting",
+    "PrivacyLeakWarning": "dpstats.privacy.accounting",
     "private_coef": "dpstats.api",
     "private_ols": "dpstats.api",
     "private_mean": "dpstats.api",
@@ -45,7 +45,7 @@ def load_corpus(path: str | None = None):
     -------
     Corpus
     """
-    from .corpus import Corpus
+    from dpstats.data.corpus import Corpus
 
     return Corpus.public() if path is None else Corpus(path)
 

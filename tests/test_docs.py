@@ -22,7 +22,7 @@ def test_docs_build_without_warnings(tmp_path: Path) -> None:
     index = (tmp_path / "html" / "index.html").read_text()
     assert "dpstats" in index
     # a page per study, generated from the manifests
-    from dpstats.corpus import Corpus
+    from dpstats.data.corpus import Corpus
 
     for sid in Corpus.public().studies:
         assert (tmp_path / "html" / "generated" / "studies" / f"{sid}.html").is_file(), sid

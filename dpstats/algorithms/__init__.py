@@ -16,14 +16,21 @@ Examples
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from dataclasses import replace
 from importlib import metadata as _md
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
-from .base import INTERPRETATIONS, TASKS, Algorithm, Decline, Param, Release, TaskData
+from dpstats.algorithms.base import (
+    INTERPRETATIONS,
+    TASKS,
+    Algorithm,
+    Decline,
+    Param,
+    Release,
+    TaskData,
+)
 
 __all__ = [
     "Algorithm",
@@ -42,7 +49,6 @@ __all__ = [
 
 _REGISTRY: dict[tuple[str, str], type[Algorithm]] = {}
 _LOADED = False
-_INTERNAL = {"base"}
 
 
 def register(cls: type[Algorithm]) -> type[Algorithm]:
@@ -98,20 +104,43 @@ def coefficient_of(linreg_cls: type[Algorithm], name: str | None = None) -> type
     return register(cls)
 
 
+#: The modules of the built-in algorithms, one per algorithm or family, imported on first use.
+#: A new algorithm's module is added here (``tests/algorithms/test_registry.py`` checks that
+#: every module of ``sce/``, ``linreg/`` and ``mean/`` is listed).
+BUILTIN_MODULES: tuple[str, ...] = (
+    "dpstats.algorithms.linreg.adassp",
+    "dpstats.algorithms.linreg.dpgd",
+    "dpstats.algorithms.linreg.dpnewton",
+    "dpstats.algorithms.linreg.sa_median",
+    "dpstats.algorithms.linreg.ssp",
+    "dpstats.algorithms.linreg.tukeyem",
+    "dpstats.algorithms.mean.adaptive",
+    "dpstats.algorithms.mean.bhs_affine",
+    "dpstats.algorithms.mean.clip_data_bounds",
+    "dpstats.algorithms.mean.coinpress",
+    "dpstats.algorithms.mean.kv_clip",
+    "dpstats.algorithms.sce.blb_coinpress",
+    "dpstats.algorithms.sce.fwl_blocks",
+    "dpstats.algorithms.sce.fwl_preprocessed",
+    "dpstats.algorithms.sce.fwl_score",
+    "dpstats.algorithms.sce.sa_coef",
+    "dpstats.algorithms.sce.simple_regression",
+)
+
+
 def _load_builtin() -> None:
     global _LOADED
     if _LOADED:
         return
     _LOADED = True
-    for mod in pkgutil.iter_modules(__path__):
-        if mod.name not in _INTERNAL and not mod.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{mod.name}")
+    for mod in BUILTIN_MODULES:
+        importlib.import_module(mod)
     for ep in _md.entry_points(group="dpstats.algorithms"):
         obj = ep.load()
         for cls in obj if isinstance(obj, (list, tuple)) else [obj]:
             register(cls)
     # accepted tuned configurations (dpstats/tuned/*.json) become <algo>_tuned_eps<E>
-    from ..tuning import register_tuned
+    from dpstats.algorithms.tuned import register_tuned
 
     register_tuned()
 
@@ -173,6 +202,3 @@ def load_plugin(spec: str) -> type[Algorithm]:
     return register(obj)
 
 
-def names(task: str) -> Iterable[str]:
-    """Names of the registered algorithms of a task."""
-    return [c.name for c in list_algorithms(task)]

@@ -5,7 +5,7 @@ An algorithm is configured once (its hyperparameters) and then run on data::
     outcome = algo.run(data, facts, epsilon, delta, rng)
 
 where ``data`` is a :class:`TaskData` (``X`` and, for regression, ``y``),
-``facts`` the instance's :class:`~dpstats.instance.PublicFacts`, and ``rng`` a
+``facts`` the instance's :class:`~dpstats.data.instance.PublicFacts`, and ``rng`` a
 seeded :class:`numpy.random.Generator` (the only source of randomness). The
 result is a :class:`Release` or a :class:`Decline`; a decline is a result, not
 an exception.
@@ -34,7 +34,8 @@ from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
-from ..privacy import Accountant, PrivacyLeakWarning, validate_budget
+from dpstats.data.facts import TaskData
+from dpstats.privacy.accounting import Accountant, PrivacyLeakWarning, validate_budget
 
 __all__ = [
     "TASKS",
@@ -68,44 +69,6 @@ class Param:
         return {"value": self.value, "source": self.source}
 
 
-@dataclass(frozen=True)
-class TaskData:
-    """The private data an algorithm sees.
-
-    Attributes
-    ----------
-    X : ndarray, shape (n, d)
-        Design matrix (sce, linreg) or the columns whose mean is estimated (mean).
-        For weighted instances, rows are already multiplied by sqrt(weight).
-    y : ndarray, shape (n,), or None
-        Outcome (sce, linreg); ``None`` for mean.
-    """
-
-    X: np.ndarray
-    y: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        X = np.asarray(self.X, dtype=float)
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
-        if not np.all(np.isfinite(X)):
-            raise ValueError("X contains NaN or infinite values")
-        object.__setattr__(self, "X", X)
-        if self.y is not None:
-            y = np.asarray(self.y, dtype=float).reshape(-1)
-            if y.shape[0] != X.shape[0]:
-                raise ValueError(f"y has {y.shape[0]} rows but X has {X.shape[0]}")
-            if not np.all(np.isfinite(y)):
-                raise ValueError("y contains NaN or infinite values")
-            object.__setattr__(self, "y", y)
-
-    @property
-    def n(self) -> int:
-        return int(self.X.shape[0])
-
-    @property
-    def d(self) -> int:
-        return int(self.X.shape[1])
 
 
 @dataclass(frozen=True)

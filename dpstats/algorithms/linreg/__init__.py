@@ -1,0 +1,1 @@
+"""Algorithms for the whole coefficient vector (linreg)."""

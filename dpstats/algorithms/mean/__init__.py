@@ -1,0 +1,1 @@
+"""Algorithms for a mean vector (mean)."""

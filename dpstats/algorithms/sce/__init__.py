@@ -1,0 +1,1 @@
+"""Algorithms for one regression coefficient (sce)."""

@@ -1,0 +1,356 @@
+"""Private Frisch-Waugh score: noisy nuisance from a Gram matrix, then a clipped orthogonal score.
+
+Our design (see ``docs/algorithms/sce/fwl_score.md``).
+
+Stage 1 (nuisance, :func:`partial_out`). Columns are put on a common footing
+by a private standardisation (0/1 columns as they are, a private median and a
+private scale for the others), rows are clipped to a private norm bound, and a
+noisy Gram matrix of ``(1, controls, x, y)`` is released (sufficient
+statistics perturbation). From it: the projection coefficients ``gamma`` of
+``x`` and ``delta`` of ``y`` on the controls and a pilot ``theta0``.
+
+Stage 2 (score). With the now public ``gamma``, ``delta``, ``theta0`` each
+row gives ``u_i = x_i - z_i' gamma`` and ``v_i = y_i - z_i' delta - theta0 u_i``
+(standardised units, unclipped columns). With private clipping scales
+``C_u``, ``C_v``, release ``S = sum clip(u_i) clip(v_i)`` and
+``T = sum clip(u_i)^2`` with Gaussian noise and output ``theta0 + S / T``
+(then shrunk towards 0 by its noise z-score, and 0 when the standardisation
+visibly failed). The estimating equation ``sum u_i (w_i - theta u_i) = 0``
+is Neyman-orthogonal: the error left by imperfect ``gamma`` and ``delta`` is
+their *product*, ``(gamma - gamma*)' Z'Z (delta - delta* - theta (gamma - gamma*))``,
+so a rough private nuisance costs little.
+
+Accounting is zCDP (exponential mechanisms ``eps^2/8``; Gaussian
+``Delta^2/(2 sigma^2)``); replace-one neighbours.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpstats.algorithms import register
+from dpstats.algorithms.base import Algorithm, Param
+from dpstats.algorithms.sce._utils import (
+    adaptive_quantile,
+    em_zcdp_cost,
+    gram_sensitivity,
+    is_binary_public,
+    noisy_gram,
+    positive_grid,
+    private_grid_quantile,
+    private_location_scale,
+)
+from dpstats.privacy.accounting import ZCDPAccountant
+
+__all__ = ["FWLScore", "Partialled", "fwl_score_release", "partial_out"]
+
+
+def _design_columns(facts, d: int) -> tuple[list[int], int | None]:
+    """Control columns (excluding an intercept) and the intercept's index.
+
+    For weighted instances the "intercept" column holds ``sqrt(weight)`` and is
+    an ordinary control; there is then no constant column (``None``).
+    """
+    j = facts.coef_index
+    icpt = None
+    if getattr(facts, "weighted", False):
+        return [c for c in range(d) if c != j], None
+    for c, name in enumerate(facts.columns):
+        b = facts.bounds.get(name)
+        if name == "Intercept" or (b is not None and float(b[0]) == 1.0 and float(b[1]) == 1.0):
+            icpt = c
+            break
+    controls = [c for c in range(d) if c != j and c != icpt]
+    return controls, icpt
+
+
+def _nuisance(G: np.ndarray, ia: list[int], gx: int, gy: int, floor_ev: float) -> tuple[np.ndarray, np.ndarray]:
+    """Projections of x and y on the columns ``ia`` from a (noisy) Gram matrix, eigenvalues floored."""
+    Hs = G[np.ix_(ia, ia)]
+    ev, V = np.linalg.eigh(0.5 * (Hs + Hs.T))
+    ev = np.maximum(ev, floor_ev)
+    sol = V @ ((V.T @ G[np.ix_(ia, [gx, gy])]) / ev[:, None])
+    return sol[:, 0], sol[:, 1]
+
+
+@dataclass(frozen=True)
+class Partialled:
+    """Row-level residuals after the private stage 1 (everything here is private or post-processing).
+
+    Attributes
+    ----------
+    u, w : ndarray, shape (n,)
+        ``x`` and ``y`` (standardised, unclipped) minus their projections on the
+        controls with the noisy-Gram coefficients. Each entry depends on its own
+        row only, given the released quantities.
+    theta0 : float
+        Pilot coefficient from the noisy Gram, standardised units (0 when unreliable).
+    unit : float
+        ``scale_y / scale_x``: multiply a standardised coefficient by it.
+    B_u, B_w : float
+        Largest possible ``|u|``, ``|w|`` under the public bounds (``inf`` without).
+    public_x, public_y : bool
+        Whether ``x`` / ``y`` are public 0/1 columns.
+    Dx : float
+        Partialled variance of ``x`` from the noisy Gram (floored at its noise level).
+    row_bound, sigma_gram : float
+    p, n_private : int
+    """
+
+    u: np.ndarray
+    w: np.ndarray
+    theta0: float
+    unit: float
+    B_u: float
+    B_w: float
+    public_x: bool
+    public_y: bool
+    Dx: float
+    row_bound: float
+    sigma_gram: float
+    p: int
+    n_private: int
+
+    def scales_plausible(self, C_u: float, lo: float, hi: float) -> bool:
+        """Whether the standardisation worked: row bound per column and the ``u`` clip of unit order."""
+        return (lo <= self.row_bound / math.sqrt(self.p) <= hi) and (lo <= C_u <= hi)
+
+
+def partial_out(
+    X: np.ndarray,
+    y: np.ndarray,
+    facts,
+    acc: ZCDPAccountant,
+    rng: np.random.Generator,
+    *,
+    scale_share: float,
+    gram_share: float,
+    scale_factor: float,
+    col_clip: float,
+    kappa: float,
+    q_row_max: float,
+    ridge: float,
+    use_bounds: bool = False,
+) -> Partialled:
+    """Stage 1: private standardisation, noisy Gram, nuisance projections; spends ``scale_share + gram_share`` of rho.
+
+    Privacy: ``2 m + 1`` exponential mechanisms (``m`` columns standardised
+    privately: a grid median and a grid median of non-zero pair differences
+    each, plus a grid quantile of row norms), each ``e``-DP with sensitivity
+    1 and charged ``e^2/8`` in zCDP, then one Gaussian Gram matrix with
+    sensitivity :func:`gram_sensitivity` of the private row bound.
+    """
+    n, d = X.shape
+    rho = acc.rho
+    j = facts.coef_index
+    controls, icpt = _design_columns(facts, d)
+    names = [facts.columns[c] for c in controls] + [facts.columns[j], facts.outcome]
+    W = np.column_stack([X[:, controls], X[:, j], y])
+    p = W.shape[1]
+    ix_c, iy_c = p - 2, p - 1  # positions of x and y among the columns of W
+    weighted = bool(getattr(facts, "weighted", False))
+    # rows of weighted instances are scaled by sqrt(weight): public bounds no longer hold
+    bounds = {} if weighted else dict(facts.bounds)
+    public = np.array([(not weighted) and is_binary_public(facts, nm) for nm in names])
+    loc = np.zeros(p)
+    scale = np.ones(p)
+    # optionally, columns with a finite public range use it (free): centre = midpoint, scale = half-width
+    ranged = np.zeros(p, dtype=bool)
+    if use_bounds:
+        for c in np.flatnonzero(~public):
+            b = bounds.get(names[c])
+            if b is not None and np.isfinite(b[0]) and np.isfinite(b[1]) and b[1] > b[0]:
+                ranged[c] = True
+                loc[c] = 0.5 * (b[0] + b[1]) if icpt is not None else 0.0
+                scale[c] = 0.5 * (b[1] - b[0]) if icpt is not None else max(abs(b[0]), abs(b[1]))
+    free = ~public & ~ranged
+    n_private = int(free.sum())
+    # ---- stage 1a: private location and scale of each other column, and a row-norm bound
+    e_em = math.sqrt(8.0 * scale_share * rho / (2 * n_private + 1))
+    for c in np.flatnonzero(free):
+        loc[c], sc = private_location_scale(W[:, c], e_em, rng, bounds.get(names[c]))
+        acc.spend_rho(f"grid median ({names[c]})", em_zcdp_cost(e_em))
+        acc.spend_rho(f"grid median of non-zero pair differences ({names[c]})", em_zcdp_cost(e_em))
+        scale[c] = scale_factor * sc
+        if icpt is None:
+            loc[c] = 0.0
+    Sc = np.clip((W - loc) / scale, -col_clip, col_clip)
+    norms = np.linalg.norm(Sc, axis=1)
+    q_row = adaptive_quantile(n, e_em, kappa, q_max=q_row_max)
+    _, B = private_grid_quantile(norms, q_row, positive_grid(1e-3, 1e4), e_em, rng)
+    acc.spend_rho("grid quantile (row norm)", em_zcdp_cost(e_em), note=f"q={q_row:.4g}")
+    Sr = Sc * np.minimum(1.0, B / np.maximum(norms, 1e-300))[:, None]
+    # ---- stage 1b: noisy Gram of (1, controls, x, y)
+    A = np.column_stack([np.ones(n), Sr])
+    Delta_G = gram_sensitivity(B)
+    sig_G = Delta_G / math.sqrt(2.0 * gram_share * rho)
+    G = noisy_gram(A, sig_G, rng)
+    acc.spend_gaussian("Gaussian Gram of (1, controls, x, y)", Delta_G, sig_G, note=f"row norm bound {B:.4g}")
+    # nuisance by post-processing
+    const = icpt is not None
+    ia = list(range(0 if const else 1, p - 1))  # (constant,) controls
+    gx, gy = p - 1, p  # positions of x and y in the Gram
+    # only repair directions the noise made (nearly) non-positive: floor the eigenvalues of the
+    # noisy control Gram at ridge * sigma * sqrt(p + 1); no shrinkage of well-determined directions
+    floor_ev = ridge * sig_G * math.sqrt(p + 1)
+    gam, dlt = _nuisance(G, ia, gx, gy, floor_ev)
+    Dx = G[gx, gx] - gam @ G[ia, gx]
+    Nxy = G[gx, gy] - gam @ G[ia, gy]
+    Dx_f = max(Dx, sig_G * math.sqrt(p + 1))
+    # a pilot from a partialled variance that the noise could have produced on its own is no pilot
+    theta0 = Nxy / Dx_f if Dx > 3.0 * sig_G * math.sqrt(p + 1) else 0.0
+    # row-level residuals: all columns enter linearly (standardised, unclipped), so scores built on
+    # them target OLS on the real columns
+    S_lin = (W - loc) / scale
+    Zs = np.column_stack([np.ones(n), S_lin[:, :ix_c]]) if const else S_lin[:, :ix_c]
+    g_c, g_z = (gam[0], gam[1:]) if const else (0.0, gam)
+    d_c, d_z = (dlt[0], dlt[1:]) if const else (0.0, dlt)
+    u = S_lin[:, ix_c] - Zs @ gam
+    w = S_lin[:, iy_c] - Zs @ dlt
+    # largest |standardised value| each column can take under its public bounds (inf without)
+    half = np.full(p, np.inf)
+    for c in range(p):
+        bnd = bounds.get(names[c])
+        if bnd is not None and np.isfinite(bnd[0]) and np.isfinite(bnd[1]):
+            half[c] = max(abs(bnd[0] - loc[c]), abs(bnd[1] - loc[c])) / scale[c]
+    B_u = float(half[ix_c] + abs(g_c) + np.sum(np.abs(g_z) * half[:ix_c]))
+    B_w = float(half[iy_c] + abs(d_c) + np.sum(np.abs(d_z) * half[:ix_c]))
+    return Partialled(
+        u=u, w=w, theta0=float(theta0), unit=float(scale[iy_c] / scale[ix_c]), B_u=B_u, B_w=B_w,
+        public_x=bool(public[ix_c]), public_y=bool(public[iy_c]), Dx=float(Dx_f), row_bound=float(B),
+        sigma_gram=float(sig_G), p=p, n_private=n_private,
+    )
+
+
+def fwl_score_release(
+    X: np.ndarray,
+    y: np.ndarray,
+    facts,
+    acc: ZCDPAccountant,
+    rng: np.random.Generator,
+    *,
+    scale_share: float,
+    gram_share: float,
+    q_share: float,
+    t_share: float,
+    scale_factor: float,
+    col_clip: float,
+    kappa: float,
+    q_row_max: float,
+    c_u: float,
+    c_v: float,
+    ridge: float,
+    shrink: float,
+    use_bounds: bool,
+    plaus_lo: float,
+    plaus_hi: float,
+    gram_full_d: float,
+) -> tuple[float, dict]:
+    """Run both stages, spending the accountant's whole budget.
+
+    Returns
+    -------
+    estimate : float
+        In the units of the data.
+    details : dict
+    """
+    n = X.shape[0]
+    rho = acc.rho
+    # few controls: the nuisance has few parameters and needs less of the budget (public rule on d)
+    g_share = gram_share * min(1.0, (X.shape[1] - 1) / gram_full_d) if gram_full_d > 0 else gram_share
+    P = partial_out(
+        X, y, facts, acc, rng, scale_share=scale_share, gram_share=g_share, scale_factor=scale_factor,
+        col_clip=col_clip, kappa=kappa, q_row_max=q_row_max, ridge=ridge, use_bounds=use_bounds,
+    )
+    theta0, u = P.theta0, P.u
+    v = P.w - theta0 * u
+    B_u, B_v = P.B_u, P.B_w + abs(theta0) * P.B_u
+    # ---- stage 2. A public 0/1 column whose residual has a finite public bound is not clipped (its
+    # rare values carry the information); otherwise a private high quantile sets the clip. Which case
+    # applies depends on public facts only.
+    need = [not (P.public_x and np.isfinite(B_u)), not (P.public_y and np.isfinite(B_v))]
+    C_u, C_v = B_u, B_v
+    if any(need):
+        e_q = math.sqrt(8.0 * q_share * rho / sum(need))
+        q_uv = adaptive_quantile(n, e_q, kappa)
+        if need[0]:
+            _, qu = private_grid_quantile(np.abs(u), q_uv, positive_grid(), e_q, rng)
+            acc.spend_rho("grid quantile |u|", em_zcdp_cost(e_q), note=f"q={q_uv:.4g}")
+            C_u = min(c_u * qu, B_u)
+        if need[1]:
+            _, qv = private_grid_quantile(np.abs(v), q_uv, positive_grid(), e_q, rng)
+            acc.spend_rho("grid quantile |v|", em_zcdp_cost(e_q), note=f"q={q_uv:.4g}")
+            C_v = min(c_v * qv, B_v)
+    rho_2 = acc.remaining
+    rho_T = t_share * rho_2
+    rho_S = rho_2 - rho_T
+    sig_S = 2.0 * C_u * C_v / math.sqrt(2.0 * rho_S)
+    sig_T = C_u**2 / math.sqrt(2.0 * rho_T)
+    uc = np.clip(u, -C_u, C_u)
+    S = float(np.sum(uc * np.clip(v, -C_v, C_v))) + rng.normal(0.0, sig_S)
+    acc.spend_gaussian("Gaussian sum of clip(u) clip(v)", 2.0 * C_u * C_v, sig_S)
+    T = float(np.sum(uc * uc)) + rng.normal(0.0, sig_T)
+    acc.spend_gaussian("Gaussian sum of clip(u)^2", C_u**2, sig_T)
+    T = max(T, 0.25 * P.Dx, sig_T)
+    unit = P.unit
+    est = (theta0 + S / T) * unit
+    # positive-part shrinkage towards 0 by the estimate's own privacy-noise z-score (post-processing):
+    # when the noise swamps the signal, 0 is a better guess than a noisy ratio
+    noise_sd = math.sqrt(sig_S**2 + (S / T) ** 2 * sig_T**2) / T * abs(unit)
+    raw = est
+    if shrink > 0 and est != 0:
+        est = est * max(0.0, 1.0 - shrink * noise_sd**2 / est**2)
+    # when the private standardisation failed (too little budget for the column scales), the
+    # standardised rows or residuals are orders of magnitude off unit size and the unit
+    # conversion is meaningless: release 0 rather than a number of arbitrary magnitude
+    scales_ok = P.scales_plausible(C_u, plaus_lo, plaus_hi)
+    if not scales_ok:
+        est = 0.0
+    return float(est), {
+        "theta0": float(theta0 * unit), "unshrunk": float(raw), "scales_ok": bool(scales_ok),
+        "noise_sd": float(noise_sd), "row_bound": P.row_bound, "sigma_gram": P.sigma_gram, "C_u": C_u, "C_v": C_v,
+        "B_u": B_u, "B_v": B_v, "sigma_S": sig_S, "sigma_T": sig_T, "private_columns": P.n_private,
+    }
+
+
+@register
+class FWLScore(Algorithm):
+    """Private Frisch-Waugh score with a noisy-Gram nuisance (our design).
+
+    See the module docstring and ``docs/algorithms/sce/fwl_score.md`` for the
+    privacy argument (zCDP; exponential mechanisms, a Gaussian Gram matrix
+    and a Gaussian release of two clipped sums, all at row level).
+    """
+
+    name = "fwl_score"
+    task = "sce"
+    citation = "dpstats (this package): orthogonal-score refinement after sufficient-statistics perturbation"
+    interpretation = "standard"
+    summary = "noisy Gram for the nuisance, then noisy clipped Frisch-Waugh score sums at row level"
+    defaults = {
+        "scale_share": Param(0.25, "share of rho for column locations/scales and the row bound (tuned on the public corpus)"),
+        "gram_share": Param(0.4, "share of rho for the noisy Gram matrix (tuned on the public corpus)"),
+        "q_share": Param(0.05, "share of rho for the stage-2 clipping medians (our choice)"),
+        "t_share": Param(0.15, "share of the remaining rho for the denominator sum (our choice)"),
+        "scale_factor": Param(1.0, "column scale = scale_factor * private median of non-zero pair differences (our choice)"),
+        "col_clip": Param(10.0, "standardised columns are clipped to +-col_clip in the Gram (our choice)"),
+        "kappa": Param(20.0, "clipping quantiles q = 1 - kappa / (epsilon_em n): about kappa/epsilon_em rows lie above (our choice)"),
+        "c_u": Param(1.0, "multiplier of the |u| quantile (our choice)"),
+        "c_v": Param(1.0, "multiplier of the |v| quantile (our choice)"),
+        "ridge": Param(4.0, "eigenvalue floor of the noisy control Gram in units of sigma sqrt(p+1) (tuned: 0.5-8 tried)"),
+        "use_bounds": Param(False, "scale bounded columns by their public range instead of privately (worse on the public corpus)"),
+        "plaus_lo": Param(1e-3, "release 0 when the row bound / sqrt(p) or the |u| clip falls below this (failed scales; our choice)"),
+        "plaus_hi": Param(1e3, "... or above this (our choice)"),
+        "gram_full_d": Param(4.0, "the Gram share is scaled by min(1, (d - 1) / gram_full_d): small d needs less (tuned)"),
+        "shrink": Param(1.0, "positive-part shrinkage of the estimate towards 0 by its noise z-score (our choice)"),
+        "q_row_max": Param(0.9, "the Gram row bound is at most the 0.9 quantile of row norms (our choice)"),
+    }
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        p = self.params
+        acc = ZCDPAccountant(epsilon, delta)
+        est, det = fwl_score_release(data.X, data.y, facts, acc, rng, **p)
+        return self.release(est, acc, **det)

@@ -1,0 +1,1 @@
+"""The benchmark: trials in supervised workers, runner, store, scoring, tuning, report."""

@@ -1,0 +1,625 @@
+"""Evaluation: success rates, performance profiles, tau@50 and the leaderboard ranking.
+
+Everything here works on a trials table with one row per trial and (at
+least) the columns ``algorithm, interpretation, instance, study, task,
+epsilon, status, ratio, n, d``; an optional ``corpus`` column keeps corpora
+apart. This is what :func:`dpstats.bench.store.read_trials` returns and what
+``trials.csv`` holds.
+
+Scoring
+-------
+A trial *succeeds at threshold* ``tau`` when its status is ``ok`` and its
+error ratio ``r = error / baseline`` is finite with ``r <= tau``; failures
+(``declined``, ``error``, ``timeout``, ``memory``, non-finite ratios) fail at
+every ``tau``. For one task, privacy level and slice, with ``K`` studies,
+``m_s`` instances of study ``s`` and ``T_i`` trials of instance ``i``:
+
+.. math::
+
+    S(\\tau) = \\sum_i \\frac{1}{K\\,m_{s(i)}} \\cdot \\frac{1}{T_i}
+               \\sum_{t=1}^{T_i} \\mathbf 1[r_{it} \\le \\tau]
+
+is a right-continuous step function of ``tau`` that jumps only at observed
+finite ratios. It is computed exactly, with integer numerators over a common
+denominator, so ``tau@50 = min {tau : S(tau) >= 1/2}`` is an observed ratio
+and never a grid point or a rounding artefact. An instance on which an
+algorithm has no trials counts as failed.
+
+Ranking
+-------
+Algorithms of interpretation ``standard`` are ranked by tau@50 (lower is
+better). If ``S`` never reaches 1/2, tau@50 is infinite; these rank below
+every finite one, ordered by the highest rate they reach (``S(inf)``,
+descending) and then by the threshold at which they first reach it
+(ascending). Equal keys share a rank (competition ranking: 1, 2, 2, 4).
+Other interpretation classes are listed as comparisons with an empty rank.
+
+Examples
+--------
+>>> import pandas as pd
+>>> from dpstats.bench.evaluation import leaderboard, format_tau50
+>>> trials = pd.DataFrame({
+...     "algorithm": "a", "interpretation": "standard", "instance": ["i1", "i1", "i2", "i2"],
+...     "study": ["s1", "s1", "s2", "s2"], "task": "mean", "epsilon": 1.0,
+...     "status": ["ok", "ok", "ok", "error"], "ratio": [0.5, 2.0, 1.0, float("inf")],
+...     "n": 500, "d": 2})
+>>> lb = leaderboard(trials)
+>>> lb.loc[lb.slice == "all", ["tau50", "reaches", "rank"]].to_numpy().tolist()
+[[1.0, 0.75, 1]]
+>>> format_tau50(float("inf"), 0.34)
+'∞ (reaches 34%)'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "TASKS",
+    "STATUSES",
+    "FAILURE_STATUSES",
+    "SLICES",
+    "TRIAL_COLUMNS",
+    "LEADERBOARD_COLUMNS",
+    "slices_for",
+    "slice_mask",
+    "prepare",
+    "StepProfile",
+    "step_profile",
+    "profile",
+    "success_rates",
+    "instance_success",
+    "tau_at",
+    "rank_key",
+    "competition_ranks",
+    "leaderboard",
+    "verify_leaderboard",
+    "format_tau",
+    "format_tau50",
+    "format_rate",
+]
+
+TASKS = ("sce", "linreg", "mean")
+STATUSES = ("ok", "declined", "error", "timeout", "memory")
+FAILURE_STATUSES = STATUSES[1:]
+
+#: slice name -> description; the predicates are in :func:`slice_mask`
+SLICES: dict[str, str] = {
+    "all": "every instance",
+    "d<=10": "dimension d <= 10",
+    "d>10": "dimension d > 10",
+    "n/d<=100": "at most 100 samples per dimension",
+    "n/d>100": "more than 100 samples per dimension",
+}
+
+#: the columns the evaluation needs
+REQUIRED_COLUMNS = ("algorithm", "interpretation", "instance", "study", "task", "epsilon", "status", "ratio", "n", "d")
+
+#: the columns of trials.csv, in order (extra columns follow them)
+TRIAL_COLUMNS = (
+    "algorithm", "interpretation", "instance", "study", "task", "epsilon", "delta", "seed", "status", "error",
+    "baseline", "ratio", "seconds", "peak_mb", "n", "d",
+)
+
+#: the columns of leaderboard.csv, in order (``corpus`` is appended when the trials have one)
+LEADERBOARD_COLUMNS = (
+    "task", "epsilon", "slice", "algorithm", "interpretation", "tau50", "reaches", "rank", "instances", "studies",
+)
+
+
+def slices_for(task: str) -> tuple[str, ...]:
+    """The slices reported for a task (mean estimation is sliced by n/d only)."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; choose one of {TASKS}")
+    if task == "mean":
+        return ("all", "n/d<=100", "n/d>100")
+    return tuple(SLICES)
+
+
+def slice_mask(n: Any, d: Any, name: str) -> np.ndarray:
+    """Boolean mask of the rows with sizes ``(n, d)`` that belong to slice ``name``.
+
+    ``n/d <= 100`` is tested as ``n <= 100 d`` (exact for integers).
+    """
+    n = np.asarray(n, dtype=float)
+    d = np.asarray(d, dtype=float)
+    if name == "all":
+        return np.ones(n.shape, dtype=bool)
+    if name == "d<=10":
+        return d <= 10
+    if name == "d>10":
+        return d > 10
+    if name == "n/d<=100":
+        return n <= 100 * d
+    if name == "n/d>100":
+        return n > 100 * d
+    raise ValueError(f"unknown slice {name!r}; known: {list(SLICES)}")
+
+
+# --------------------------------------------------------------------------
+# Input checking
+# --------------------------------------------------------------------------
+
+
+def prepare(trials: pd.DataFrame) -> pd.DataFrame:
+    """Validate a trials table and add the column ``score``.
+
+    ``score`` is the ratio when the trial succeeded in releasing a finite
+    error and ``inf`` otherwise (any failure status, NaN or infinite ratio).
+
+    Raises
+    ------
+    ValueError
+        Missing columns, an unknown task or status, a negative ratio, an
+        instance listed with two studies or two sizes, or an algorithm listed
+        with two interpretation classes.
+    """
+    missing = [c for c in REQUIRED_COLUMNS if c not in trials.columns]
+    if missing:
+        raise ValueError(f"trials table lacks column(s) {missing}")
+    df = trials.copy()
+    df["status"] = df["status"].astype(str).str.strip()
+    bad = sorted(set(df["status"]) - set(STATUSES))
+    if bad:
+        raise ValueError(f"unknown trial status(es) {bad}; known: {STATUSES}")
+    bad = sorted(set(df["task"].astype(str)) - set(TASKS))
+    if bad:
+        raise ValueError(f"unknown task(s) {bad}; known: {TASKS}")
+    df["task"] = df["task"].astype(str)
+    df["algorithm"] = df["algorithm"].astype(str)
+    df["instance"] = df["instance"].astype(str)
+    df["study"] = df["study"].astype(str)
+    df["interpretation"] = df["interpretation"].astype(str)
+    if "corpus" in df.columns:
+        df["corpus"] = df["corpus"].fillna("").astype(str)
+    df["epsilon"] = pd.to_numeric(df["epsilon"], errors="raise").astype(float)
+    ratio = pd.to_numeric(df["ratio"], errors="coerce").astype(float).to_numpy()
+    if np.any(ratio < 0):
+        raise ValueError("error ratios must be non-negative")
+    ok = (df["status"] == "ok").to_numpy() & np.isfinite(ratio)
+    df["score"] = np.where(ok, ratio, np.inf)
+    ck = _corpus_keys(df)
+    for key in ("study", "n", "d"):
+        per = df.groupby(ck + ["task", "instance"])[key].nunique()
+        if (per > 1).any():
+            raise ValueError(f"instance(s) {list(per[per > 1].index.get_level_values(-1))} have several values of {key!r}")
+    per = df.groupby(ck + ["task", "algorithm"])["interpretation"].nunique()
+    if (per > 1).any():
+        raise ValueError(f"algorithm(s) {list(per[per > 1].index.get_level_values(-1))} have several interpretations")
+    return df
+
+
+def _corpus_keys(df: pd.DataFrame) -> list[str]:
+    return ["corpus"] if "corpus" in df.columns else []
+
+
+# --------------------------------------------------------------------------
+# The exact step function
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepProfile:
+    """The corpus success rate of one algorithm as an exact step function.
+
+    ``S(tau) = numerators[k] / denominator`` for ``taus[k] <= tau < taus[k+1]``
+    and 0 below ``taus[0]``.
+
+    Attributes
+    ----------
+    taus : ndarray
+        Distinct finite ratios observed, ascending.
+    numerators : tuple of int
+        Cumulative study-weighted success counts at each ``taus[k]``.
+    denominator : int
+        Common denominator: ``S = 1`` when every trial succeeds.
+    """
+
+    taus: np.ndarray
+    numerators: tuple[int, ...]
+    denominator: int
+
+    @property
+    def rates(self) -> np.ndarray:
+        """``S`` at each ``taus[k]`` as floats."""
+        return np.array([float(Fraction(c, self.denominator)) for c in self.numerators], dtype=float)
+
+    def rate(self, tau: float) -> Fraction:
+        """Exact ``S(tau)``."""
+        k = int(np.searchsorted(self.taus, tau, side="right"))
+        return Fraction(self.numerators[k - 1], self.denominator) if k else Fraction(0)
+
+    @property
+    def reach(self) -> Fraction:
+        """``S(inf)``: the highest rate reached (the weighted share of finite ratios)."""
+        return Fraction(self.numerators[-1], self.denominator) if self.numerators else Fraction(0)
+
+    @property
+    def reach_tau(self) -> float:
+        """Smallest ``tau`` with ``S(tau) = S(inf)`` (``inf`` when nothing succeeds)."""
+        return float(self.taus[-1]) if len(self.taus) else math.inf
+
+    def tau_at(self, level: float | Fraction = Fraction(1, 2)) -> float:
+        """Smallest ``tau`` with ``S(tau) >= level``; ``inf`` when ``S`` never gets there."""
+        lv = Fraction(level)
+        if lv <= 0:
+            return 0.0
+        for t, c in zip(self.taus, self.numerators):
+            if c * lv.denominator >= lv.numerator * self.denominator:
+                return float(t)
+        return math.inf
+
+    @property
+    def tau50(self) -> float:
+        """``tau@50``: the smallest ``tau`` with ``S(tau) >= 1/2``."""
+        return self.tau_at(Fraction(1, 2))
+
+
+def step_profile(scores: pd.DataFrame, instances: pd.DataFrame) -> StepProfile:
+    """Exact corpus success rate of one algorithm.
+
+    Parameters
+    ----------
+    scores : DataFrame
+        The algorithm's trials with columns ``instance`` and ``score`` (see
+        :func:`prepare`).
+    instances : DataFrame
+        The instance set being scored, one row per instance, with columns
+        ``instance`` and ``study``. Every study gets weight ``1/K`` shared
+        equally by its instances. Trials of other instances are ignored;
+        instances without trials count as failed.
+
+    Returns
+    -------
+    StepProfile
+    """
+    inst = instances[["instance", "study"]].drop_duplicates()
+    if inst["instance"].duplicated().any():
+        raise ValueError("an instance appears with two studies")
+    study_of = dict(zip(inst["instance"].to_numpy(dtype=object), inst["study"].to_numpy(dtype=object)))
+    return _step(scores["instance"].to_numpy(dtype=object), scores["score"].to_numpy(dtype=float), study_of)
+
+
+def _step(instances: np.ndarray, scores: np.ndarray, study_of: dict[Any, Any]) -> StepProfile:
+    """:func:`step_profile` on plain arrays (``study_of``: instance -> study of the instance set)."""
+    if not study_of:
+        return StepProfile(np.array([], dtype=float), (), 1)
+    per_study: dict[Any, int] = {}
+    for s in study_of.values():
+        per_study[s] = per_study.get(s, 0) + 1
+    k = len(per_study)
+    t_counts: dict[Any, int] = {}
+    for i in instances:
+        if i in study_of:
+            t_counts[i] = t_counts.get(i, 0) + 1
+    denoms = {i: k * per_study[study_of[i]] * t for i, t in t_counts.items()}
+    # trial weight 1 / (K m_s T_i) = (L / D_i) / L with L the lcm of the D_i; the
+    # weights of all trials of instance i add up to L / (K m_s), those of all
+    # instances to L, so S = (sum of weights of successes) / L exactly
+    L = math.lcm(*denoms.values()) if denoms else 1
+    sums: dict[float, int] = {}
+    for i, r in zip(instances, scores):
+        if i in denoms and math.isfinite(r):
+            sums[r] = sums.get(r, 0) + L // denoms[i]
+    taus = sorted(sums)
+    cum, acc = [], 0
+    for t in taus:
+        acc += sums[t]
+        cum.append(acc)
+    return StepProfile(np.array(taus, dtype=float), tuple(cum), L)
+
+
+def _instance_set(df: pd.DataFrame) -> pd.DataFrame:
+    return df[["instance", "study", "n", "d"]].drop_duplicates("instance").reset_index(drop=True)
+
+
+def _groups(df: pd.DataFrame, task: str | None, epsilon: float | None, slice_: str | None):
+    """Yield ((corpus..., task, epsilon, slice), slice frame) for the requested groups."""
+    ck = _corpus_keys(df)
+    if task is not None:
+        df = df[df["task"] == task]
+    if epsilon is not None:
+        df = df[np.isclose(df["epsilon"].to_numpy(), float(epsilon), rtol=1e-12, atol=0)]
+    for key, g in df.groupby(ck + ["task", "epsilon"], sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        t = key[len(ck)]
+        for s in slices_for(t) if slice_ is None else (slice_,):
+            if slice_ is not None and s not in slices_for(t):
+                raise ValueError(f"slice {s!r} is not reported for task {t!r}; use one of {slices_for(t)}")
+            sub = g[slice_mask(g["n"], g["d"], s)]
+            yield key + (s,), sub
+
+
+def _profiles(sub: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[str, StepProfile]]]:
+    inst = _instance_set(sub)
+    study_of = dict(zip(inst["instance"].to_numpy(dtype=object), inst["study"].to_numpy(dtype=object)))
+    algos = sub["algorithm"].to_numpy(dtype=object)
+    interps = sub["interpretation"].to_numpy(dtype=object)
+    insts = sub["instance"].to_numpy(dtype=object)
+    scores = sub["score"].to_numpy(dtype=float)
+    out = {}
+    for algo in sorted(set(algos)):
+        sel = algos == algo
+        out[str(algo)] = (str(interps[sel][0]), _step(insts[sel], scores[sel], study_of))
+    return inst, out
+
+
+def _select(trials: pd.DataFrame, corpus: str | None) -> pd.DataFrame:
+    df = prepare(trials)
+    if "corpus" in df.columns:
+        if corpus is not None:
+            df = df[df["corpus"].astype(str) == str(corpus)]
+        elif df["corpus"].nunique() > 1:
+            raise ValueError(f"trials from several corpora {sorted(df['corpus'].unique())}: pass corpus=")
+    elif corpus is not None:
+        raise ValueError("the trials have no corpus column")
+    return df
+
+
+def profile(trials: pd.DataFrame, task: str, epsilon: float, slice: str = "all", corpus: str | None = None) -> pd.DataFrame:
+    """Performance profiles: the exact corpus success rate of every algorithm as steps.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trials table.
+    task : str
+    epsilon : float
+    slice : str
+        One of :func:`slices_for` ``(task)``.
+    corpus : str, optional
+        Required when the trials hold several corpora.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``algorithm, interpretation, tau, rate``: one row per jump,
+        where ``rate`` is ``S(tau)`` on ``[tau, next tau)`` (0 before the
+        first). An algorithm with no finite ratio has a single row with
+        ``tau = inf`` and ``rate = 0``. Rows are sorted by algorithm, then
+        ``tau``. Plot with ``where="post"`` steps on a log axis.
+    """
+    df = _select(trials, corpus)
+    rows: list[dict[str, Any]] = []
+    for _, sub in _groups(df, task, epsilon, slice):
+        _, profs = _profiles(sub)
+        for algo, (interp, p) in profs.items():
+            if not len(p.taus):
+                rows.append({"algorithm": algo, "interpretation": interp, "tau": math.inf, "rate": 0.0})
+            for t, r in zip(p.taus, p.rates):
+                rows.append({"algorithm": algo, "interpretation": interp, "tau": float(t), "rate": float(r)})
+    return pd.DataFrame(rows, columns=["algorithm", "interpretation", "tau", "rate"])
+
+
+def success_rates(trials: pd.DataFrame, taus: Sequence[float], task: str, epsilon: float, slice: str = "all",
+                  corpus: str | None = None) -> pd.DataFrame:
+    """Corpus success rates ``S(tau)`` at given thresholds.
+
+    Returns
+    -------
+    DataFrame
+        Index: algorithms; columns: the thresholds; values in [0, 1].
+    """
+    df = _select(trials, corpus)
+    data: dict[str, list[float]] = {}
+    for _, sub in _groups(df, task, epsilon, slice):
+        _, profs = _profiles(sub)
+        for algo, (_, p) in profs.items():
+            data[algo] = [float(p.rate(float(t))) for t in taus]
+    return pd.DataFrame.from_dict(data, orient="index", columns=list(taus))
+
+
+def instance_success(trials: pd.DataFrame, tau: float) -> pd.DataFrame:
+    """Per-instance success rates at ``tau`` (share of an algorithm's trials on an instance with ratio <= tau).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``[corpus,] task, epsilon, algorithm, instance, study, trials, success``.
+    """
+    df = prepare(trials)
+    df["_hit"] = df["score"] <= tau
+    keys = _corpus_keys(df) + ["task", "epsilon", "algorithm", "instance", "study"]
+    out = df.groupby(keys, sort=True).agg(trials=("_hit", "size"), success=("_hit", "mean")).reset_index()
+    return out
+
+
+def tau_at(trials: pd.DataFrame, level: float, task: str, epsilon: float, slice: str = "all",
+           corpus: str | None = None) -> pd.Series:
+    """Smallest ``tau`` at which each algorithm's corpus success rate reaches ``level`` (``inf`` if never)."""
+    df = _select(trials, corpus)
+    out: dict[str, float] = {}
+    for _, sub in _groups(df, task, epsilon, slice):
+        _, profs = _profiles(sub)
+        lv = Fraction(repr(float(level))) if isinstance(level, float) else Fraction(level)
+        out.update({a: p.tau_at(lv) for a, (_, p) in profs.items()})
+    return pd.Series(out, dtype=float, name=f"tau@{level:g}")
+
+
+# --------------------------------------------------------------------------
+# Ranking
+# --------------------------------------------------------------------------
+
+
+def rank_key(tau50: float, reach: float, reach_tau: float) -> tuple[int, float, float]:
+    """Sort key of the ranking rules (smaller is better).
+
+    Finite ``tau50``: ``(0, tau50, 0)``. Infinite: ``(1, -reach, reach_tau)``,
+    i.e. below every finite one, higher reached rate first, then the smaller
+    threshold at which it is first reached (``inf`` when nothing succeeds).
+    """
+    if math.isfinite(tau50):
+        return (0, float(tau50), 0.0)
+    return (1, -float(reach), float(reach_tau) if math.isfinite(reach_tau) else math.inf)
+
+
+def competition_ranks(keys: Sequence[tuple]) -> list[int]:
+    """Competition ranks (1, 2, 2, 4) of sort keys: one plus the number of strictly smaller keys."""
+    srt = sorted(keys)
+    import bisect
+
+    return [1 + bisect.bisect_left(srt, k) for k in keys]
+
+
+def leaderboard(trials: pd.DataFrame, standard_only_ranked: bool = True) -> pd.DataFrame:
+    """The leaderboard: tau@50 and rank of every algorithm per task, epsilon and slice.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trials table (see the module docstring).
+    standard_only_ranked : bool
+        Rank only interpretation ``standard`` (the benchmark's rule); others get
+        an empty rank.
+
+    Returns
+    -------
+    DataFrame
+        Columns :data:`LEADERBOARD_COLUMNS` (then ``corpus`` when the trials
+        have it). ``tau50`` is a float (``inf`` allowed), ``reaches`` is the
+        highest success rate reached (``S(inf)``), ``rank`` a nullable integer,
+        ``instances`` and ``studies`` the size of the slice. Empty slices are
+        left out. Rows are ordered by task, epsilon, slice, then ranked
+        algorithms by rank and comparisons by the same key.
+    """
+    df = prepare(trials)
+    ck = _corpus_keys(df)
+    rows: list[dict[str, Any]] = []
+    for key, sub in _groups(df, None, None, None):
+        if sub.empty:
+            continue
+        inst, profs = _profiles(sub)
+        entries = []
+        for algo, (interp, p) in profs.items():
+            reach = float(p.reach)
+            entries.append({
+                **dict(zip(ck + ["task", "epsilon", "slice"], key)), "algorithm": algo, "interpretation": interp,
+                "tau50": p.tau50, "reaches": reach, "_key": rank_key(p.tau50, reach, p.reach_tau),
+                "instances": len(inst), "studies": int(inst["study"].nunique()),
+            })
+        ranked = [e for e in entries if e["interpretation"] == "standard" or not standard_only_ranked]
+        for e, r in zip(ranked, competition_ranks([e["_key"] for e in ranked])):
+            e["rank"] = r
+        entries.sort(key=lambda e: (e.get("rank") is None, e["_key"], e["algorithm"]))
+        rows.extend(entries)
+    cols = list(LEADERBOARD_COLUMNS) + ck
+    out = pd.DataFrame(rows, columns=cols + ["_key"]) if rows else pd.DataFrame(columns=cols + ["_key"])
+    out = out.drop(columns="_key")
+    out["rank"] = pd.array(out["rank"].tolist(), dtype="Int64") if len(out) else pd.array([], dtype="Int64")
+    out["instances"] = out["instances"].astype(int)
+    out["studies"] = out["studies"].astype(int)
+    out["tau50"] = out["tau50"].astype(float)
+    out["reaches"] = out["reaches"].astype(float)
+    order = {t: i for i, t in enumerate(TASKS)}
+    sl = {s: i for i, s in enumerate(SLICES)}
+    out["_o"] = np.arange(len(out))
+    out = out.sort_values(
+        ck + ["task", "epsilon", "slice", "_o"],
+        key=lambda s: s.map(order) if s.name == "task" else (s.map(sl) if s.name == "slice" else s),
+        kind="stable",
+    ).drop(columns="_o").reset_index(drop=True)
+    return out
+
+
+def read_leaderboard(path: str | Path) -> pd.DataFrame:
+    """Read ``leaderboard.csv`` back (``inf`` tau50 parsed, rank as nullable integer)."""
+    lb = pd.read_csv(path, dtype={"algorithm": str, "interpretation": str, "slice": str, "task": str})
+    lb["tau50"] = pd.to_numeric(lb["tau50"].astype(str).str.replace("∞", "inf"), errors="raise").astype(float)
+    lb["rank"] = pd.array(lb["rank"], dtype="Int64")
+    return lb
+
+
+def verify_leaderboard(trials: pd.DataFrame | str | Path, board: pd.DataFrame | str | Path,
+                       rtol: float = 1e-12) -> list[str]:
+    """Recompute the leaderboard from a trials table and list every disagreement.
+
+    Parameters
+    ----------
+    trials : DataFrame or path
+        A trials table or ``trials.csv``.
+    board : DataFrame or path
+        A leaderboard or ``leaderboard.csv``.
+    rtol : float
+        Relative tolerance for ``tau50`` and ``reaches`` (CSV round trip).
+
+    Returns
+    -------
+    list of str
+        Empty when they agree.
+    """
+    if not isinstance(trials, pd.DataFrame):
+        trials = pd.read_csv(trials)
+    if not isinstance(board, pd.DataFrame):
+        board = read_leaderboard(board)
+    fresh = leaderboard(trials)
+    keys = [c for c in ("corpus", "task", "epsilon", "slice", "algorithm") if c in fresh.columns]
+    problems: list[str] = []
+    if set(fresh.columns) != set(board.columns):
+        problems.append(f"columns differ: {sorted(board.columns)} vs recomputed {sorted(fresh.columns)}")
+        return problems
+    a = fresh.set_index(keys)
+    b = board.copy()
+    b["epsilon"] = b["epsilon"].astype(float)
+    b = b.set_index(keys)
+    for k in a.index.difference(b.index):
+        problems.append(f"missing row {k}")
+    for k in b.index.difference(a.index):
+        problems.append(f"unexpected row {k}")
+    if a.index.has_duplicates or b.index.has_duplicates:
+        problems.append("duplicate leaderboard rows")
+        return problems
+    for k in a.index.intersection(b.index):
+        ra, rb = a.loc[k], b.loc[k]
+        for col in ("tau50", "reaches"):
+            x, y = float(ra[col]), float(rb[col])
+            if not (x == y or (math.isfinite(x) and math.isfinite(y) and math.isclose(x, y, rel_tol=rtol, abs_tol=0))):
+                problems.append(f"{k}: {col} {y!r} but recomputed {x!r}")
+        for col in ("rank", "instances", "studies", "interpretation"):
+            x, y = ra[col], rb[col]
+            if (pd.isna(x) != pd.isna(y)) or (not pd.isna(x) and x != y):
+                problems.append(f"{k}: {col} {y!r} but recomputed {x!r}")
+    return problems
+
+
+# --------------------------------------------------------------------------
+# Formatting
+# --------------------------------------------------------------------------
+
+
+def format_tau(tau: float) -> str:
+    """A threshold with three significant digits (``∞`` for infinity)."""
+    if not math.isfinite(tau):
+        return "∞"
+    if tau == 0:
+        return "0"
+    if 1e-3 <= abs(tau) < 1e5:
+        s = f"{tau:.3g}"
+    else:
+        s = f"{tau:.2e}"
+    return s
+
+
+def format_rate(rate: float) -> str:
+    """A rate as a percentage, rounded down (so 49.9 % never shows as 50 %)."""
+    pct = math.floor(100 * float(rate) + 1e-9)
+    return f"{pct}%"
+
+
+def format_tau50(tau50: float, reaches: float) -> str:
+    """``"1.23"`` or ``"∞ (reaches 34%)"``."""
+    if math.isfinite(tau50):
+        return format_tau(tau50)
+    return f"∞ (reaches {format_rate(reaches)})"
+
+
+def group_values(trials: pd.DataFrame) -> Iterable[tuple[str, float]]:
+    """The (task, epsilon) pairs present, in task order then epsilon."""
+    df = trials[["task", "epsilon"]].drop_duplicates()
+    return sorted(((str(t), float(e)) for t, e in df.itertuples(index=False)), key=lambda x: (TASKS.index(x[0]), x[1]))

@@ -1,0 +1,640 @@
+"""The benchmark runner: every algorithm, every instance, every privacy level, every seed.
+
+``dpstats bench`` (or :func:`run_bench`) plans the trials of a corpus, skips
+those already in the results file, runs the others in worker processes under
+the protocol's limits (60 s and 4 GB per trial; see :mod:`dpstats.bench.trial`) on
+this machine or on a Dask cluster, and stores each result as it finishes (see
+:mod:`dpstats.bench.store`).
+
+Plan
+----
+For each selected task, algorithm of that task, instance of that task,
+epsilon and seed ``0..N-1`` there is one trial, identified by ``(algorithm,
+task, instance, epsilon, delta, seed)``. Defaults: all tasks, all registered
+algorithms (``standard`` and the comparison classes, built-in and from the
+``dpstats.algorithms`` entry-point group), epsilon in {0.3, 1, 3, 10},
+delta = 1e-6 and ``N = corpus.default_trials`` (10 for the public corpus, 30
+otherwise). Trials of one algorithm on one instance at one epsilon form a
+*job*, which a worker runs seed after seed with the instance loaded once.
+
+Presets
+-------
+``full``
+    The protocol, as above (also what no preset means).
+``quick``
+    A smaller run for a first look (the README's main job): the first
+    instance of each task of each study, epsilon in {1, 10}, 3 trials, every
+    algorithm. Options given explicitly override a preset's values.
+
+Examples
+--------
+Run the protocol on the public corpus with 2 local workers, then resume it
+after an interruption with the same command::
+
+    dpstats bench --workers 2 --results results/bench.sqlite
+
+Benchmark your own algorithm on your own corpus::
+
+    dpstats bench --corpus ~/my_corpus --algorithm mypkg.algos:MyMean --task mean
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from dpstats.bench.store import Store
+from dpstats.bench.trial import (
+    DEFAULT_MEMORY_MB,
+    DEFAULT_TIME_LIMIT,
+    STATUSES,
+    AlgorithmRef,
+    Job,
+    Limits,
+    TrialResult,
+    WorkerPool,
+    run_job_isolated,
+)
+from dpstats.data.corpus import TASKS, Corpus, InstanceSpec, public_corpus_path
+
+__all__ = [
+    "DEFAULT_EPSILONS",
+    "DEFAULT_DELTA",
+    "DEFAULT_RESULTS",
+    "PRESETS",
+    "Preset",
+    "BenchConfig",
+    "Plan",
+    "BenchSummary",
+    "select_algorithms",
+    "select_instances",
+    "make_plan",
+    "run_bench",
+]
+
+DEFAULT_EPSILONS = (0.3, 1.0, 3.0, 10.0)
+DEFAULT_DELTA = 1e-6
+DEFAULT_RESULTS = "results/bench.sqlite"
+#: longest time a finished trial waits in an open transaction before it is committed
+COMMIT_INTERVAL = 0.1
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Default values of a named run (explicit options override them).
+
+    Attributes
+    ----------
+    name, description : str
+    epsilons : tuple of float
+    trials : int or None
+        None: the corpus's ``default_trials``.
+    per_study_task : int or None
+        Keep the first this many instances of each task of each study (None: all).
+    """
+
+    name: str
+    description: str
+    epsilons: tuple[float, ...] = DEFAULT_EPSILONS
+    trials: int | None = None
+    per_study_task: int | None = None
+
+
+PRESETS: dict[str, Preset] = {
+    "full": Preset("full", "the protocol: every instance, epsilon in {0.3, 1, 3, 10}, the corpus's trials"),
+    "quick": Preset("quick", "first instance per task per study, epsilon in {1, 10}, 3 trials",
+                    epsilons=(1.0, 10.0), trials=3, per_study_task=1),
+}
+
+
+@dataclass
+class BenchConfig:
+    """What to run; ``None`` means the preset's (or the protocol's) default.
+
+    Attributes
+    ----------
+    corpus : str or None
+        Corpus folder (default: the public corpus).
+    tasks : sequence of str or None
+    epsilons : sequence of float or None
+    delta : float or None
+    algorithms : sequence of str or None
+        Registry names (run for each selected task that has one) or
+        ``module:object`` plugins.
+    instances : sequence of str or None
+        Instance ids (default: all of the selected tasks).
+    trials : int or None
+        Seeds ``0..trials-1``.
+    results : str
+        The results file.
+    workers : int or None
+        Local worker processes (default: the CPUs available).
+    dask : str or None
+        A Dask scheduler address, or ``local:N`` for a local cluster of N
+        worker processes.
+    preset : str or None
+        ``quick`` or ``full``.
+    time_limit, memory_mb : float or None
+        Per-trial limits (default 60 s and 4096 MB).
+    progress : bool or None
+        Progress bar (default: when stderr is a terminal).
+    """
+
+    corpus: str | None = None
+    tasks: Sequence[str] | None = None
+    epsilons: Sequence[float] | None = None
+    delta: float | None = None
+    algorithms: Sequence[str] | None = None
+    instances: Sequence[str] | None = None
+    trials: int | None = None
+    results: str = DEFAULT_RESULTS
+    workers: int | None = None
+    dask: str | None = None
+    preset: str | None = None
+    time_limit: float | None = None
+    memory_mb: float | None = None
+    progress: bool | None = None
+
+
+@dataclass(frozen=True)
+class Selected:
+    """A selected algorithm: its reference, class and origin (builtin, plugin or entry-point)."""
+
+    ref: AlgorithmRef
+    cls: type
+    source: str
+
+
+@dataclass
+class Plan:
+    """The trials of a run.
+
+    Attributes
+    ----------
+    corpus : Corpus
+    algorithms : list of Selected
+    instances : list of InstanceSpec
+    epsilons : tuple of float
+    delta : float
+    trials : int
+    jobs : list of Job
+        The trials still to run (stored ones removed).
+    planned : int
+        All trials of the plan.
+    skipped : int
+        Trials already stored.
+    """
+
+    corpus: Corpus
+    algorithms: list[Selected]
+    instances: list[InstanceSpec]
+    epsilons: tuple[float, ...]
+    delta: float
+    trials: int
+    jobs: list[Job]
+    planned: int
+    skipped: int
+
+    @property
+    def to_run(self) -> int:
+        return sum(len(j) for j in self.jobs)
+
+
+@dataclass
+class BenchSummary:
+    """What a run did.
+
+    Attributes
+    ----------
+    results : Path
+    run_id : int
+    planned, skipped, ran : int
+        Trials in the plan, already stored, and stored by this run.
+    counts : dict of str to int
+        Trials stored by this run, by status.
+    wall_seconds : float
+        Wall time of the trial phase.
+    trial_seconds : float
+        Sum of the trials' own ``seconds``.
+    workers : int
+    status : str
+        ``complete``, ``interrupted`` or ``failed``.
+    """
+
+    results: Path
+    run_id: int
+    planned: int
+    skipped: int
+    ran: int
+    counts: dict[str, int]
+    wall_seconds: float
+    trial_seconds: float
+    workers: int
+    status: str
+
+    def line(self) -> str:
+        by = ", ".join(f"{s} {self.counts.get(s, 0)}" for s in STATUSES)
+        return (f"dpstats bench: {self.status}: {self.ran} trials in {_fmt_time(self.wall_seconds)} ({by}); "
+                f"{self.skipped} were already stored; results in {self.results}")
+
+
+# --------------------------------------------------------------------------
+# Selection and planning
+# --------------------------------------------------------------------------
+
+
+def _source_of(cls: type, ref: str) -> str:
+    if ":" in ref:
+        return "plugin"
+    if cls.__module__.startswith("dpstats.algorithms"):
+        return "builtin"
+    return "entry-point"
+
+
+def select_algorithms(names: Sequence[str] | None, tasks: Sequence[str]) -> list[Selected]:
+    """Resolve algorithm names and plugins for the given tasks.
+
+    Parameters
+    ----------
+    names : sequence of str or None
+        Registry names (taken in every listed task that has them) or
+        ``module:object`` plugins (run on their own task if it is listed).
+        None: every registered algorithm of the tasks.
+    tasks : sequence of str
+
+    Raises
+    ------
+    ValueError
+        A name that no selected task has, or nothing left to run.
+    """
+    from dpstats.algorithms import get, list_algorithms, load_plugin
+
+    out: list[Selected] = []
+    seen: set[tuple[str, str]] = set()
+
+    def add(cls: type, ref: str) -> None:
+        if (cls.task, cls.name) not in seen:
+            seen.add((cls.task, cls.name))
+            out.append(Selected(AlgorithmRef.of(cls, ref), cls, _source_of(cls, ref)))
+
+    if not names:
+        for task in tasks:
+            for cls in list_algorithms(task):
+                add(cls, cls.name)
+        return out
+    for name in names:
+        if ":" in name:
+            cls = load_plugin(name)
+            if cls.task in tasks:  # a plugin of a task not selected is left out
+                add(cls, name)
+            continue
+        found = False
+        for task in tasks:
+            try:
+                cls = get(task, name)
+            except ValueError:
+                continue
+            add(cls, name)
+            found = True
+        if not found:
+            known = sorted({c.name for t in tasks for c in list_algorithms(t)})
+            raise ValueError(f"no algorithm {name!r} for task(s) {list(tasks)}; known: {', '.join(known) or 'none'}")
+    if not out:
+        raise ValueError(f"none of the algorithms {list(names)} is for the task(s) {list(tasks)}")
+    return out
+
+
+def select_instances(corpus: Corpus, tasks: Sequence[str], ids: Sequence[str] | None = None,
+                     per_study_task: int | None = None) -> list[InstanceSpec]:
+    """Instances of the tasks in corpus order, optionally only ``ids`` or the first few per study and task.
+
+    Raises
+    ------
+    KeyError
+        An id not in the corpus.
+    """
+    specs = [s for s in corpus.specs() if s.task in tasks]
+    if ids:
+        for i in ids:
+            corpus.spec(i)  # raises KeyError for an unknown id
+        wanted = set(ids)
+        specs = [s for s in specs if s.id in wanted]
+    if per_study_task is not None:
+        kept: list[InstanceSpec] = []
+        count: Counter[tuple[str, str]] = Counter()
+        for s in specs:
+            if count[(s.study, s.task)] < per_study_task:
+                count[(s.study, s.task)] += 1
+                kept.append(s)
+        specs = kept
+    return specs
+
+
+def make_plan(corpus: Corpus, algorithms: Sequence[Selected], instances: Sequence[InstanceSpec],
+              epsilons: Sequence[float], delta: float, trials: int,
+              stored: set[tuple[str, str, str, float, float, int]] | None = None) -> Plan:
+    """All trials, grouped into jobs, minus the stored ones.
+
+    Jobs are ordered by instance (corpus order), then algorithm, then epsilon.
+    """
+    stored = stored or set()
+    root = str(corpus.root.resolve())
+    jobs: list[Job] = []
+    planned = skipped = 0
+    for spec in instances:
+        for sel in algorithms:
+            if sel.ref.task != spec.task:
+                continue
+            tuned_eps = getattr(sel.cls, "tuned_epsilon", None)
+            for eps in epsilons:
+                # a tuned variant runs only at the privacy level it was tuned for
+                if tuned_eps is not None and not math.isclose(float(eps), float(tuned_eps), rel_tol=1e-12):
+                    continue
+                todo = []
+                for seed in range(trials):
+                    planned += 1
+                    if (sel.ref.name, spec.task, spec.id, float(eps), float(delta), seed) in stored:
+                        skipped += 1
+                    else:
+                        todo.append((float(eps), float(delta), seed))
+                if todo:
+                    jobs.append(Job(sel.ref, root, spec.id, tuple(todo)))
+    return Plan(corpus, list(algorithms), list(instances), tuple(float(e) for e in epsilons), float(delta), trials,
+                jobs, planned, skipped)
+
+
+# --------------------------------------------------------------------------
+# Progress
+# --------------------------------------------------------------------------
+
+
+def _fmt_time(s: float) -> str:
+    if not math.isfinite(s):
+        return "?"
+    s = int(round(s))
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}h{m:02d}m{sec:02d}s" if h else (f"{m}m{sec:02d}s" if m else f"{sec}s")
+
+
+class _Progress:
+    """A tqdm bar on a terminal; otherwise a line at 25 %, 50 % and 75 %."""
+
+    def __init__(self, total: int, bar: bool, out: Any = None) -> None:
+        self.total = total
+        self.done = 0
+        self.counts: Counter[str] = Counter()
+        self.out = out or sys.stderr
+        self.t0 = time.monotonic()
+        self.next_mark = 1
+        self.bar = None
+        if bar and total:
+            import tqdm
+
+            tqdm.tqdm.monitor_interval = 0  # no monitor thread: workers are forked from this process
+            self.bar = tqdm.tqdm(total=total, unit="trial", file=self.out, dynamic_ncols=True, smoothing=0.05,
+                                 desc="bench")
+
+    def update(self, r: TrialResult) -> None:
+        self.done += 1
+        self.counts[r.status] += 1
+        if self.bar is not None:
+            self.bar.update(1)
+            if self.done % 10 == 0 or self.done == self.total:
+                self.bar.set_postfix({s: self.counts[s] for s in STATUSES if self.counts[s]}, refresh=False)
+            return
+        while self.total and self.next_mark <= 3 and self.done >= self.next_mark * self.total / 4:
+            el = time.monotonic() - self.t0
+            left = el * (self.total - self.done) / max(self.done, 1)
+            print(f"dpstats bench: {25 * self.next_mark}% ({self.done}/{self.total} trials) in {_fmt_time(el)}, "
+                  f"about {_fmt_time(left)} left", file=self.out, flush=True)
+            self.next_mark += 1
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+# --------------------------------------------------------------------------
+# Execution
+# --------------------------------------------------------------------------
+
+
+def _dask_job(job: Job, limits: Limits) -> tuple[dict[str, Any] | None, list[TrialResult]]:
+    """A Dask task: run one job in the worker thread's persistent trial process."""
+    return run_job_isolated(job, limits)
+
+
+def _run_local(jobs: list[Job], workers: int, limits: Limits, on_result: Callable[[TrialResult], None],
+               on_ready: Callable[[dict[str, Any]], None], on_tick: Callable[[], None]) -> None:
+    with WorkerPool(workers, limits) as pool:
+        pool.run(jobs, on_result, on_ready, on_tick=on_tick)
+
+
+def _dask_client(address: str) -> tuple[Any, Any]:
+    from distributed import Client, LocalCluster
+
+    if address == "local" or address.startswith("local:"):
+        n = int(address.partition(":")[2] or (os.cpu_count() or 1))
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+        return Client(cluster, set_as_default=False), cluster
+    return Client(address, set_as_default=False), None
+
+
+def _run_dask(jobs: list[Job], address: str, limits: Limits, on_result: Callable[[TrialResult], None],
+              on_ready: Callable[[dict[str, Any]], None], on_batch: Callable[[], None]) -> int:
+    from distributed import as_completed
+
+    client, cluster = _dask_client(address)
+    futures = []
+    try:
+        nworkers = sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values())
+        # one task per job, run roughly in submission order (instance by instance)
+        futures = client.map(_dask_job, jobs, [limits] * len(jobs), pure=False)
+        for fut in as_completed(futures, loop=client.loop):
+            info, results = fut.result()
+            if info is not None:
+                on_ready(info)
+            for r in results:
+                on_result(r)
+            on_batch()
+            fut.release()
+        return nworkers
+    finally:
+        if futures:
+            client.cancel(futures)
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _resolve(config: BenchConfig) -> tuple[Corpus, list[str], tuple[float, ...], float, int, int | None, Limits,
+                                           Preset]:
+    preset = PRESETS[config.preset or "full"]
+    corpus = Corpus(config.corpus) if config.corpus else Corpus(public_corpus_path())
+    tasks = list(dict.fromkeys(config.tasks)) if config.tasks else list(TASKS)
+    for t in tasks:
+        if t not in TASKS:
+            raise ValueError(f"unknown task {t!r}; choose from {TASKS}")
+    eps = tuple(dict.fromkeys(float(e) for e in (config.epsilons or preset.epsilons)))
+    for e in eps:
+        if not (math.isfinite(e) and e > 0):
+            raise ValueError(f"epsilon must be positive and finite, got {e}")
+    delta = DEFAULT_DELTA if config.delta is None else float(config.delta)
+    if not (0 <= delta < 1):
+        raise ValueError(f"delta must be in [0, 1), got {delta}")
+    trials = config.trials if config.trials is not None else (preset.trials or corpus.default_trials)
+    if int(trials) < 1:
+        raise ValueError("trials must be at least 1")
+    limits = Limits(time=DEFAULT_TIME_LIMIT if config.time_limit is None else config.time_limit,
+                    memory_mb=DEFAULT_MEMORY_MB if config.memory_mb is None else config.memory_mb)
+    return corpus, tasks, eps, delta, int(trials), preset.per_study_task, limits, preset
+
+
+def plan_bench(config: BenchConfig, store: Store | None = None) -> Plan:
+    """The plan of a configuration (against a store's stored trials, if given)."""
+    corpus, tasks, eps, delta, trials, per_study, _, _ = _resolve(config)
+    algos = select_algorithms(config.algorithms, tasks)
+    specs = select_instances(corpus, tasks, config.instances, per_study)
+    return make_plan(corpus, algos, specs, eps, delta, trials, store.stored_keys() if store else None)
+
+
+def run_bench(config: BenchConfig, out: Any = None) -> BenchSummary:
+    """Run (or resume) a benchmark.
+
+    Parameters
+    ----------
+    config : BenchConfig
+    out : file, optional
+        Where progress goes (default: stderr).
+
+    Returns
+    -------
+    BenchSummary
+
+    Raises
+    ------
+    CorpusError, ValueError, KeyError
+        Invalid corpus, options, or a results file of another corpus
+        (:class:`~dpstats.bench.store.StoreMismatch`).
+    KeyboardInterrupt
+        After stopping the workers and marking the run ``interrupted``; a
+        rerun resumes it.
+    """
+    out = out or sys.stderr
+    corpus, tasks, eps, delta, trials, per_study, limits, preset = _resolve(config)
+    algos = select_algorithms(config.algorithms, tasks)
+    specs = select_instances(corpus, tasks, config.instances, per_study)
+    workers = config.workers if config.workers is not None else (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    if workers < 1:
+        raise ValueError("workers must be at least 1")
+    root = str(corpus.root.resolve())
+    store = Store(config.results)
+    try:
+        store.bind_corpus(corpus.name, root, corpus.is_public)
+        for sel in algos:
+            store.add_algorithm(sel.cls.metadata(), sel.ref.ref, sel.source)
+        plan = make_plan(corpus, algos, specs, eps, delta, trials, store.stored_keys())
+        run_config = {
+            "preset": preset.name, "tasks": tasks, "epsilons": list(eps), "delta": delta, "trials": trials,
+            "seeds": f"0..{trials - 1}", "rng": "numpy.random.default_rng(seed)",
+            "algorithms": [f"{s.ref.task}:{s.ref.name}" for s in algos], "algorithm_refs": [s.ref.ref for s in algos],
+            "instances": [s.id for s in specs], "time_limit": limits.time, "memory_mb": limits.memory_mb,
+            "workers": None if config.dask else workers, "dask": config.dask, "argv": sys.argv,
+        }
+        run_id = store.start_run(corpus.name, root, corpus.is_public, run_config, plan.planned, plan.skipped)
+        total = plan.to_run
+        where = f"Dask at {config.dask}" if config.dask else f"{workers} local worker{'s' if workers > 1 else ''}"
+        print(f"dpstats bench: {total} trials to run, {plan.skipped} of {plan.planned} already stored; "
+              f"{len(algos)} algorithms, {len(specs)} instances of corpus {corpus.name!r}, epsilon "
+              f"{', '.join(f'{e:g}' for e in eps)}, {trials} trials; {where}; limits {limits.time:g} s, "
+              f"{limits.memory_mb:g} MB", file=out, flush=True)
+        bar = config.progress if config.progress is not None else bool(getattr(out, "isatty", lambda: False)())
+        progress = _Progress(total, bar, out)
+        counts: Counter[str] = Counter()
+        ran = 0
+        trial_seconds = 0.0
+
+        last_commit = time.monotonic()
+
+        def tick() -> None:
+            nonlocal last_commit
+            if time.monotonic() - last_commit >= COMMIT_INTERVAL:
+                store.commit()
+                last_commit = time.monotonic()
+
+        def on_result(r: TrialResult) -> None:
+            nonlocal ran, trial_seconds
+            if store.add_trial(r, run_id, commit=False):
+                ran += 1
+                counts[r.status] += 1
+                trial_seconds += r.seconds
+            progress.update(r)
+            tick()
+
+        t0 = time.monotonic()
+        status = "failed"
+        old_term = _raise_on_sigterm()
+        try:
+            if plan.jobs:
+                if config.dask:
+                    workers = _run_dask(plan.jobs, config.dask, limits, on_result, store.add_instance,
+                                        store.commit) or workers
+                else:
+                    _run_local(plan.jobs, workers, limits, on_result, store.add_instance, tick)
+            status = "complete"
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise
+        finally:
+            store.commit()
+            _restore_sigterm(old_term)
+            progress.close()
+            wall = time.monotonic() - t0
+            store.finish_run(run_id, status, ran, wall)
+            if status == "interrupted":
+                print(f"dpstats bench: interrupted after {ran} trials; run the same command again to resume",
+                      file=out, flush=True)
+        return BenchSummary(Path(config.results), run_id, plan.planned, plan.skipped, ran, dict(counts), wall,
+                            trial_seconds, workers, status)
+    finally:
+        store.close()
+
+
+def _raise_on_sigterm() -> Any:
+    """Turn SIGTERM into KeyboardInterrupt (so the run is marked interrupted); main thread only."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def _restore_sigterm(old: Any) -> None:
+    if old is not None:
+        signal.signal(signal.SIGTERM, old)
+
+
+# --------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------
+
+
+
+
+
+
+
+

@@ -1,0 +1,444 @@
+"""The benchmark's results store: an embedded SQLite file, written trial by trial.
+
+One file holds the results of one corpus: a row per trial in ``trials``, with
+a ``UNIQUE (algorithm, task, instance, epsilon, delta, seed)`` constraint, so
+that no trial is ever stored twice; the runs that wrote them (``runs``: dpstats
+version, platform, corpus, configuration); the algorithms (``algorithms``:
+interpretation class, citation, defaults, where they came from); and the
+instances (``instances``: study, task, n, d, the non-private estimate and the
+baseline).
+
+The file is in WAL mode and every trial is committed as it finishes, so a run
+that is killed (even with SIGKILL) loses at most the trials that were running,
+and a rerun of the same command skips every stored trial. Readers
+(:func:`read_trials`) can open the file while a run writes to it.
+
+Examples
+--------
+>>> from dpstats.bench.store import read_trials
+>>> trials = read_trials("results/bench.sqlite")  # doctest: +SKIP
+>>> list(trials.columns)[:6]  # doctest: +SKIP
+['algorithm', 'interpretation', 'instance', 'study', 'task', 'epsilon']
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import socket
+import sqlite3
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+
+from dpstats.bench.trial import STATUSES, TrialResult
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "TRIAL_COLUMNS",
+    "EXTRA_COLUMNS",
+    "Store",
+    "StoreMismatch",
+    "read_trials",
+    "read_runs",
+    "read_algorithms",
+    "read_instances",
+    "read_meta",
+]
+
+SCHEMA_VERSION = 1
+
+#: the columns of ``trials.csv`` and of :func:`read_trials`, in order
+TRIAL_COLUMNS = (
+    "algorithm", "interpretation", "instance", "study", "task", "epsilon", "delta", "seed", "status", "error",
+    "baseline", "ratio", "seconds", "peak_mb", "n", "d",
+)
+#: further columns :func:`read_trials` appends
+EXTRA_COLUMNS = ("error_value", "estimate", "corpus")
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT
+);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    status TEXT NOT NULL,
+    dpstats_version TEXT,
+    python TEXT,
+    numpy TEXT,
+    platform TEXT,
+    host TEXT,
+    corpus_name TEXT,
+    corpus_path TEXT,
+    public INTEGER,
+    config TEXT,
+    planned INTEGER,
+    skipped INTEGER,
+    completed INTEGER,
+    wall_seconds REAL
+);
+CREATE TABLE IF NOT EXISTS algorithms (
+    task TEXT NOT NULL,
+    algorithm TEXT NOT NULL,
+    interpretation TEXT NOT NULL,
+    citation TEXT,
+    summary TEXT,
+    ref TEXT,
+    source TEXT,
+    metadata TEXT,
+    PRIMARY KEY (task, algorithm)
+);
+CREATE TABLE IF NOT EXISTS instances (
+    instance TEXT PRIMARY KEY,
+    study TEXT NOT NULL,
+    task TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    d INTEGER NOT NULL,
+    baseline REAL NOT NULL,
+    se_type TEXT,
+    estimate TEXT,
+    facts TEXT
+);
+CREATE TABLE IF NOT EXISTS trials (
+    id INTEGER PRIMARY KEY,
+    algorithm TEXT NOT NULL,
+    interpretation TEXT NOT NULL,
+    instance TEXT NOT NULL,
+    study TEXT NOT NULL,
+    task TEXT NOT NULL,
+    epsilon REAL NOT NULL,
+    delta REAL NOT NULL,
+    seed INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ({", ".join(repr(s) for s in STATUSES)})),
+    error TEXT,
+    estimate TEXT,
+    error_value REAL,
+    baseline REAL,
+    ratio REAL,
+    seconds REAL,
+    peak_mb REAL,
+    n INTEGER,
+    d INTEGER,
+    run_id INTEGER REFERENCES runs(run_id),
+    finished_at TEXT,
+    UNIQUE (algorithm, task, instance, epsilon, delta, seed)
+);
+"""
+
+
+class StoreMismatch(ValueError):
+    """The results file holds results that the current run would contradict."""
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _json(obj: Any) -> str:
+    return json.dumps(obj, default=str, sort_keys=True)
+
+
+def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
+    if readonly:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+    else:
+        con = sqlite3.connect(str(path), timeout=30.0)
+    con.execute("PRAGMA busy_timeout = 30000")
+    return con
+
+
+class Store:
+    """A results file, open for writing.
+
+    Parameters
+    ----------
+    path : path-like
+        The SQLite file (created with its folder when missing).
+
+    Notes
+    -----
+    Only one process writes: the runner's main process (local workers and
+    Dask tasks send their results back to it). Inserting a trial that is
+    already stored is ignored, so two runs writing the same file never
+    duplicate a row.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.con = _connect(self.path)
+        self.con.execute("PRAGMA journal_mode = WAL")
+        self.con.execute("PRAGMA synchronous = NORMAL")
+        with self.con:
+            self.con.executescript(_SCHEMA)
+            row = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if row is None:
+                self.con.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            elif int(row[0]) != SCHEMA_VERSION:
+                raise StoreMismatch(f"{self.path} has results schema {row[0]}; this dpstats writes {SCHEMA_VERSION}")
+        self._instances: dict[str, tuple] = {}
+
+    def close(self) -> None:
+        """Close the file (checkpointing the write-ahead log)."""
+        self.con.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- the corpus ------------------------------------------------------
+    def bind_corpus(self, name: str, path: str, public: bool) -> None:
+        """Record the corpus the file holds results for; refuse another corpus.
+
+        Raises
+        ------
+        StoreMismatch
+            The file already holds results of a corpus with another name or
+            public flag.
+        """
+        meta = dict(self.con.execute("SELECT key, value FROM meta").fetchall())
+        if "corpus_name" in meta:
+            if meta["corpus_name"] != name or meta.get("corpus_public") != str(bool(public)):
+                raise StoreMismatch(
+                    f"{self.path} holds results of corpus {meta['corpus_name']!r} "
+                    f"(public={meta.get('corpus_public')}), not {name!r} (public={bool(public)}); "
+                    "use another --results file"
+                )
+            return
+        with self.con:
+            self.con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                                 [("corpus_name", name), ("corpus_path", path), ("corpus_public", str(bool(public)))])
+
+    # -- runs ------------------------------------------------------------
+    def start_run(self, corpus_name: str, corpus_path: str, public: bool, config: Mapping[str, Any],
+                  planned: int, skipped: int) -> int:
+        """Add a run; returns its id."""
+        import numpy as np
+
+        from dpstats import __version__
+
+        with self.con:
+            cur = self.con.execute(
+                "INSERT INTO runs (started_at, status, dpstats_version, python, numpy, platform, host, corpus_name,"
+                " corpus_path, public, config, planned, skipped, completed) VALUES"
+                " (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+                (_now(), __version__, sys.version.split()[0], np.__version__, platform.platform(),
+                 socket.gethostname(), corpus_name, corpus_path, int(bool(public)), _json(dict(config)), planned,
+                 skipped),
+            )
+        return int(cur.lastrowid)
+
+    def finish_run(self, run_id: int, status: str, completed: int, wall_seconds: float) -> None:
+        """Mark a run ``complete``, ``interrupted`` or ``failed``."""
+        with self.con:
+            self.con.execute(
+                "UPDATE runs SET finished_at = ?, status = ?, completed = ?, wall_seconds = ? WHERE run_id = ?",
+                (_now(), status, completed, wall_seconds, run_id),
+            )
+
+    # -- algorithms and instances -----------------------------------------
+    def add_algorithm(self, meta: Mapping[str, Any], ref: str, source: str) -> None:
+        """Record an algorithm (its :meth:`~dpstats.algorithms.Algorithm.metadata`).
+
+        Raises
+        ------
+        StoreMismatch
+            The file holds results of an algorithm of that name and task with
+            another interpretation class.
+        """
+        row = self.con.execute("SELECT interpretation FROM algorithms WHERE task = ? AND algorithm = ?",
+                               (meta["task"], meta["name"])).fetchone()
+        if row is not None and row[0] != meta["interpretation"]:
+            raise StoreMismatch(
+                f"{self.path} holds results of {meta['task']} algorithm {meta['name']!r} as interpretation "
+                f"{row[0]!r}; it is now {meta['interpretation']!r}. Use another --results file"
+            )
+        with self.con:
+            self.con.execute(
+                "INSERT OR REPLACE INTO algorithms VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (meta["task"], meta["name"], meta["interpretation"], meta.get("citation"), meta.get("summary"), ref,
+                 source, _json(dict(meta))),
+            )
+
+    def add_instance(self, info: Mapping[str, Any]) -> None:
+        """Record an instance's description (:meth:`~dpstats.bench.trial.Problem.info`).
+
+        Raises
+        ------
+        StoreMismatch
+            The file holds the instance with another study, task, n, d or
+            baseline (the corpus changed since those results were stored).
+        """
+        iid = info["instance"]
+        sig = (info["study"], info["task"], int(info["n"]), int(info["d"]), float(info["baseline"]))
+        if self._instances.get(iid) == sig:
+            return
+        row = self.con.execute("SELECT study, task, n, d, baseline FROM instances WHERE instance = ?",
+                               (iid,)).fetchone()
+        if row is not None:
+            old = (row[0], row[1], int(row[2]), int(row[3]), float(row[4]))
+            same = old[:4] == sig[:4] and math.isclose(old[4], sig[4], rel_tol=1e-9, abs_tol=0.0)
+            if not same:
+                raise StoreMismatch(
+                    f"{self.path} holds instance {iid!r} as (study, task, n, d, baseline) = {old}, "
+                    f"but the corpus now gives {sig}; use another --results file"
+                )
+        else:
+            with self.con:
+                self.con.execute(
+                    "INSERT INTO instances VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (iid, *sig, info.get("se_type"), _json(info.get("estimate")), _json(info.get("facts"))),
+                )
+        self._instances[iid] = sig
+
+    # -- trials ------------------------------------------------------------
+    def stored_keys(self) -> set[tuple[str, str, str, float, float, int]]:
+        """Keys ``(algorithm, task, instance, epsilon, delta, seed)`` of the stored trials."""
+        rows = self.con.execute("SELECT algorithm, task, instance, epsilon, delta, seed FROM trials")
+        return {(a, t, i, float(e), float(dl), int(s)) for a, t, i, e, dl, s in rows}
+
+    def add_trial(self, r: TrialResult, run_id: int | None = None, commit: bool = True) -> bool:
+        """Store one trial; False when it was already stored.
+
+        Parameters
+        ----------
+        r : TrialResult
+        run_id : int, optional
+        commit : bool
+            Commit at once (default). With False the row joins the open
+            transaction, which :meth:`commit` ends (the runner commits at
+            least every 0.1 s).
+        """
+        est = None if r.estimate is None else json.dumps(list(r.estimate))
+        try:
+            cur = self.con.execute(
+                "INSERT OR IGNORE INTO trials (algorithm, interpretation, instance, study, task, epsilon, delta, seed,"
+                " status, error, estimate, error_value, baseline, ratio, seconds, peak_mb, n, d, run_id, finished_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (r.algorithm, r.interpretation, r.instance, r.study, r.task, float(r.epsilon), float(r.delta),
+                 int(r.seed), r.status, r.error, est, r.error_value, r.baseline, r.ratio, r.seconds, r.peak_mb,
+                 int(r.n), int(r.d), run_id, _now()),
+            )
+        except BaseException:
+            self.con.rollback()
+            raise
+        if commit:
+            self.con.commit()
+        return cur.rowcount == 1
+
+    def commit(self) -> None:
+        """Commit the trials added with ``commit=False``."""
+        self.con.commit()
+
+    def count(self) -> int:
+        """Number of stored trials."""
+        return int(self.con.execute("SELECT COUNT(*) FROM trials").fetchone()[0])
+
+
+# --------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------
+
+
+def _open_existing(path: str | os.PathLike[str]) -> sqlite3.Connection:
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"no results file {p}")
+    return _connect(p, readonly=True)
+
+
+def read_meta(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The ``meta`` table (schema version, corpus name, path and public flag)."""
+    con = _open_existing(path)
+    try:
+        return dict(con.execute("SELECT key, value FROM meta").fetchall())
+    finally:
+        con.close()
+
+
+def read_trials(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """All stored trials as a data frame.
+
+    Parameters
+    ----------
+    path : path-like
+        A results file written by ``dpstats bench``.
+
+    Returns
+    -------
+    DataFrame
+        One row per trial, sorted by task, algorithm, instance, epsilon,
+        delta and seed, with the columns of ``trials.csv`` in this order:
+        ``algorithm, interpretation, instance, study, task, epsilon, delta,
+        seed, status, error, baseline, ratio, seconds, peak_mb, n, d``,
+        then ``error_value`` (the task metric; ``inf`` for failures),
+        ``estimate`` (the release as a JSON list, or missing) and ``corpus``
+        (the corpus name).
+
+        ``ratio`` is ``error_value / baseline``, ``inf`` for every status but
+        ``ok``; ``error`` holds the decline reason or the error message
+        (missing for ``ok``); ``seconds`` is the algorithm's wall time and
+        ``peak_mb`` its peak resident memory above the worker's size at the
+        start of the trial.
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at ``path``.
+    """
+    con = _open_existing(path)
+    try:
+        meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
+        cols = [c for c in TRIAL_COLUMNS + EXTRA_COLUMNS if c != "corpus"]
+        rows = con.execute(
+            f"SELECT {', '.join(cols)} FROM trials ORDER BY task, algorithm, instance, epsilon, delta, seed"
+        ).fetchall()
+    finally:
+        con.close()
+    df = pd.DataFrame.from_records(rows, columns=cols)
+    df["corpus"] = meta.get("corpus_name")
+    for c in ("epsilon", "delta", "baseline", "ratio", "seconds", "peak_mb", "error_value"):
+        df[c] = pd.to_numeric(df[c]).astype(float)
+    for c in ("seed", "n", "d"):
+        df[c] = pd.to_numeric(df[c]).astype("int64")
+    for c in ("algorithm", "interpretation", "instance", "study", "task", "status", "corpus", "error", "estimate"):
+        df[c] = df[c].astype("str")
+    return df[list(TRIAL_COLUMNS + EXTRA_COLUMNS)].reset_index(drop=True)
+
+
+def _read_table(path: str | os.PathLike[str], sql: str, json_cols: Iterable[str] = ()) -> pd.DataFrame:
+    con = _open_existing(path)
+    try:
+        cur = con.execute(sql)
+        cols = [c[0] for c in cur.description]
+        df = pd.DataFrame.from_records(cur.fetchall(), columns=cols)
+    finally:
+        con.close()
+    for c in json_cols:
+        df[c] = [None if v is None else json.loads(v) for v in df[c]]
+    return df
+
+
+def read_runs(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """The runs that wrote the file (one row per ``dpstats bench`` invocation; ``config`` decoded)."""
+    return _read_table(path, "SELECT * FROM runs ORDER BY run_id", ["config"])
+
+
+def read_algorithms(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """The algorithms of the stored trials (``metadata`` decoded: citation, summary, defaults...)."""
+    return _read_table(path, "SELECT * FROM algorithms ORDER BY task, algorithm", ["metadata"])
+
+
+def read_instances(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """The instances of the stored trials (``estimate`` and ``facts`` decoded)."""
+    return _read_table(path, "SELECT * FROM instances ORDER BY task, instance", ["estimate", "facts"])

@@ -1,0 +1,502 @@
+"""Hyperparameter tuning on the public corpus, separately at each privacy level.
+
+``dpstats tune ALGORITHM --epsilon E`` tunes one algorithm at one privacy
+level:
+
+1. **Split by study.** The public-corpus studies that have instances of the
+   task are shuffled with ``--seed``; optionally only the first
+   ``--max-studies`` are kept (the seeded subset); the first half (rounded
+   up) are the *training* studies, the rest the *held-out* studies. All
+   instances of a study fall on the same side.
+2. **Grid.** If the algorithm class declares ``grid`` (a mapping from
+   hyperparameter names to lists of values), the candidates are the
+   Cartesian product of those lists (the default configuration is always a
+   candidate). Otherwise the *scaling rule* applies: each numeric
+   hyperparameter in turn (the others at their defaults) takes its default
+   times 0.5 and times 2; a default in (0, 1) -- a share, probability or
+   quantile -- has its odds ``v / (1 - v)`` scaled instead, so that it stays
+   in (0, 1); integers are rounded (at least 1); booleans, strings, zero and
+   negative values are left alone. At most :data:`MAX_CONFIGS` candidates.
+3. **Train.** Every candidate runs ``--trials`` trials per training
+   instance (in this process, trial ``t`` with ``numpy.random.default_rng([seed,
+   t])``); candidates are ordered by the leaderboard's rule (tau@50, then the
+   infinity rule) with ties going to the default, then to the earlier
+   candidate.
+4. **Held-out check.** The best candidate and the default run on the
+   held-out studies; the tuned variant is *accepted* only if its held-out
+   rank key is strictly better than the default's (a smaller finite tau@50,
+   or under the infinity rule a higher reached rate, then a smaller threshold)
+   and, with ``--min-improvement F``, its finite tau@50 is at least a share
+   ``F`` below the default's.
+
+The outcome, accepted or not, is written as JSON (default: the package's
+``dpstats/tuned/`` folder) with the split, the grid, every score and the
+decision. :func:`register_tuned` registers each accepted configuration as an
+algorithm named ``<algorithm>_tuned_eps<E>`` (e.g. ``coinpress_tuned_eps1``)
+whose defaults are the tuned values; it has the base algorithm's privacy
+class and the attribute ``tuned_epsilon`` (the level it was tuned for).
+
+Tuning uses public data only, so a tuned variant keeps the privacy argument
+of its base algorithm: its hyperparameters are fixed before it sees the data
+it is scored on (the withheld corpus).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from dpstats.algorithms.tuned import (  # noqa: F401
+    TUNED_DIR,
+    _variant,
+    load_tuned,
+    register_tuned,
+    tuned_name,
+)
+from dpstats.bench import evaluation as ev
+
+__all__ = [
+    "TUNED_DIR",
+    "SCALE_FACTORS",
+    "MAX_CONFIGS",
+    "tuned_name",
+    "scaled_values",
+    "grid_for",
+    "split_studies",
+    "run_config",
+    "tune",
+    "TuningResult",
+    "write_tuned",
+    "load_tuned",
+    "register_tuned",
+]
+
+#: multipliers of the scaling rule
+SCALE_FACTORS = (0.5, 2.0)
+#: most candidates a grid may have
+MAX_CONFIGS = 64
+FORMAT = 1
+
+
+
+
+# --------------------------------------------------------------------------
+# Grids
+# --------------------------------------------------------------------------
+
+
+def scaled_values(value: Any) -> list[Any]:
+    """The scaling rule's alternatives to a default value (empty when it is not tuned).
+
+    Examples
+    --------
+    >>> scaled_values(10), scaled_values(4.0), scaled_values("auto"), scaled_values(True)
+    ([5, 20], [2.0, 8.0], [], [])
+    >>> [round(v, 4) for v in scaled_values(0.2)]  # odds 1/4 halved and doubled: 1/8 and 1/2
+    [0.1111, 0.3333]
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return []
+    v = float(value)
+    if not math.isfinite(v) or v <= 0:
+        return []
+    out: list[Any] = []
+    for c in SCALE_FACTORS:
+        if isinstance(value, (int, np.integer)):
+            w: Any = max(1, int(round(v * c)))
+        elif v < 1:
+            w = c * v / (1 - v + c * v)
+        else:
+            w = v * c
+        if w != value and w not in out:
+            out.append(w)
+    return out
+
+
+def _jsonable(x: Any) -> bool:
+    try:
+        json.dumps(x)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def grid_for(cls: type) -> dict[str, Any]:
+    """The candidate configurations of an algorithm class.
+
+    Returns
+    -------
+    dict
+        ``rule`` ("declared" or "scaled"), ``axes`` (name -> values tried)
+        and ``configs`` (a list of overrides of the defaults; the first, ``{}``,
+        is the default configuration).
+
+    Raises
+    ------
+    ValueError
+        A declared grid that names unknown hyperparameters, has values that
+        cannot be written to JSON, or has more than :data:`MAX_CONFIGS`
+        candidates.
+    """
+    defaults = {k: p.value for k, p in cls.defaults.items()}
+    declared = getattr(cls, "grid", None)
+    if declared:
+        unknown = sorted(set(declared) - set(defaults))
+        if unknown:
+            raise ValueError(f"{cls.__name__}.grid names unknown hyperparameter(s) {unknown}")
+        axes = {k: list(dict.fromkeys(list(v))) for k, v in declared.items()}
+        for k, vals in axes.items():
+            if not vals or not all(_jsonable(v) for v in vals):
+                raise ValueError(f"{cls.__name__}.grid[{k!r}] must be a non-empty list of JSON values")
+        n = math.prod(len(v) for v in axes.values())
+        if n > MAX_CONFIGS:
+            raise ValueError(f"{cls.__name__}.grid has {n} candidates; at most {MAX_CONFIGS}")
+        configs: list[dict[str, Any]] = [{}]
+        for combo in itertools.product(*axes.values()):
+            over = {k: v for k, v in zip(axes, combo) if v != defaults[k]}
+            if over and over not in configs:
+                configs.append(over)
+        return {"rule": "declared", "axes": axes, "configs": configs}
+    axes = {}
+    configs = [{}]
+    for k, v in defaults.items():
+        alts = scaled_values(v)
+        if alts:
+            axes[k] = [v] + alts
+            configs.extend({k: a} for a in alts)
+    if len(configs) > MAX_CONFIGS:
+        raise ValueError(f"{cls.__name__}: the scaling rule gives {len(configs)} candidates; declare a grid")
+    return {"rule": "scaled", "axes": axes, "configs": configs}
+
+
+# --------------------------------------------------------------------------
+# Split and trials
+# --------------------------------------------------------------------------
+
+
+def split_studies(corpus: Any, task: str, seed: int, max_studies: int | None = None) -> dict[str, Any]:
+    """Seeded train/held-out split of the studies of a task (all of a study's instances on one side).
+
+    Raises
+    ------
+    ValueError
+        Fewer than two studies have instances of the task.
+    """
+    studies = sorted({s.study for s in corpus.specs(task)})
+    if max_studies is not None:
+        if max_studies < 2:
+            raise ValueError("max_studies must be at least 2")
+    rng = np.random.default_rng(seed)
+    order = [studies[i] for i in rng.permutation(len(studies))]
+    if max_studies is not None:
+        order = order[:max_studies]
+    if len(order) < 2:
+        raise ValueError(f"tuning needs at least two studies with {task} instances; the corpus has {len(order)}")
+    k = (len(order) + 1) // 2
+    train, held = sorted(order[:k]), sorted(order[k:])
+    return {
+        "seed": int(seed), "max_studies": max_studies, "corpus": getattr(corpus, "name", None),
+        "train_studies": train, "heldout_studies": held,
+        "train_instances": [s.id for s in corpus.specs(task) if s.study in train],
+        "heldout_instances": [s.id for s in corpus.specs(task) if s.study in held],
+    }
+
+
+@dataclass
+class _Problem:
+    instance: str
+    study: str
+    task: str
+    n: int
+    d: int
+    data: Any
+    facts: Any
+    baseline: Any
+
+
+def _problems(corpus: Any, ids: Sequence[str]) -> tuple[list[_Problem], list[str]]:
+    from dpstats.ols.baseline import compute_baseline
+
+    out, skipped = [], []
+    for iid in ids:
+        try:
+            inst = corpus.instance(iid)
+            b = compute_baseline(inst)
+        except Exception as exc:  # noqa: BLE001 - an instance that cannot be built is left out and reported
+            skipped.append(f"{iid}: {type(exc).__name__}: {exc}")
+            continue
+        out.append(_Problem(iid, inst.spec.study, inst.task, inst.n, inst.d, inst.task_data(), inst.facts, b))
+    return out, skipped
+
+
+def run_config(cls: type, params: Mapping[str, Any], problems: Sequence[_Problem], epsilon: float, delta: float,
+               trials: int, seed: int, time_limit: float = 60.0) -> pd.DataFrame:
+    """Run ``trials`` trials of one configuration on each problem, in this process.
+
+    Trial ``t`` uses ``numpy.random.default_rng([seed, t])``. Exceptions and
+    non-finite estimates are ``error``, declines ``declined``; a trial that
+    took longer than ``time_limit`` seconds is counted as ``timeout`` (it is
+    not interrupted).
+
+    Returns
+    -------
+    DataFrame
+        A trials table (see :mod:`dpstats.bench.evaluation`).
+    """
+    from dpstats.algorithms.base import Decline
+    from dpstats.bench.metrics import ratio as metric_ratio
+
+    rows = []
+    for p in problems:
+        for t in range(trials):
+            rng = np.random.default_rng([int(seed), t])
+            status, msg, r = "ok", None, math.inf
+            t0 = time.perf_counter()
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    out = cls(**params).run(p.data, p.facts, epsilon, delta, rng)
+                if isinstance(out, Decline):
+                    status, msg = "declined", str(out.reason)
+                else:
+                    est = np.asarray(out.estimate, dtype=float)
+                    if not np.all(np.isfinite(est)):
+                        status, msg = "error", "non-finite estimate"
+                    else:
+                        r = float(metric_ratio(est, p.baseline))
+            except MemoryError as exc:
+                status, msg = "memory", f"MemoryError: {exc}"
+            except Exception as exc:  # noqa: BLE001 - a failing configuration is a result
+                status, msg = "error", f"{type(exc).__name__}: {exc}"
+            secs = time.perf_counter() - t0
+            if secs > time_limit:
+                status, msg, r = "timeout", f"took {secs:.1f} s", math.inf
+            rows.append({"algorithm": cls.name, "interpretation": cls.interpretation, "instance": p.instance,
+                         "study": p.study, "task": p.task, "epsilon": float(epsilon), "delta": float(delta),
+                         "seed": t, "status": status, "error": msg, "baseline": float(p.baseline.baseline),
+                         "ratio": r if status == "ok" else math.inf, "seconds": secs, "peak_mb": float("nan"),
+                         "n": p.n, "d": p.d})
+    return pd.DataFrame(rows)
+
+
+def _score(df: pd.DataFrame, problems: Sequence[_Problem]) -> dict[str, Any]:
+    inst = pd.DataFrame({"instance": [p.instance for p in problems], "study": [p.study for p in problems]})
+    prep = ev.prepare(df)
+    p = ev.step_profile(prep, inst)
+    reach = float(p.reach)
+    key = ev.rank_key(p.tau50, reach, p.reach_tau)
+    counts = prep["status"].value_counts()
+    return {"tau50": p.tau50, "reaches": reach, "reach_tau": p.reach_tau, "key": key,
+            "statuses": {k: int(v) for k, v in counts.items()}}
+
+
+# --------------------------------------------------------------------------
+# Tuning
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class TuningResult:
+    """What :func:`tune` found, and why (see :meth:`to_json`)."""
+
+    algorithm: str
+    task: str
+    epsilon: float
+    delta: float
+    name: str
+    accepted: bool
+    params: dict[str, Any]
+    default_params: dict[str, Any]
+    grid: dict[str, Any]
+    split: dict[str, Any]
+    trials: int
+    train_scores: list[dict[str, Any]]
+    heldout: dict[str, Any]
+    decision: str
+    skipped_instances: list[str] = field(default_factory=list)
+    min_improvement: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready description (infinite numbers as the string ``"inf"``)."""
+        from dpstats import __version__
+
+        def clean(x: Any) -> Any:
+            if isinstance(x, float) and not math.isfinite(x):
+                return "inf" if x > 0 else ("-inf" if x < 0 else None)
+            if isinstance(x, dict):
+                return {str(k): clean(v) for k, v in x.items() if k != "key"}
+            if isinstance(x, (list, tuple)):
+                return [clean(v) for v in x]
+            if isinstance(x, (np.integer,)):
+                return int(x)
+            if isinstance(x, (np.floating,)):
+                return clean(float(x))
+            return x
+
+        return clean({
+            "format": FORMAT, "name": self.name, "algorithm": self.algorithm, "task": self.task,
+            "epsilon": self.epsilon, "delta": self.delta, "accepted": self.accepted, "params": self.params,
+            "default_params": self.default_params, "grid": self.grid, "split": self.split, "trials": self.trials,
+            "trial_seeds": "numpy.random.default_rng([split.seed, t]) for t = 0 .. trials-1",
+            "scores": {"train": self.train_scores, "heldout": self.heldout}, "decision": self.decision,
+            "skipped_instances": self.skipped_instances, "min_improvement": self.min_improvement,
+            "dpstats_version": __version__,
+            "created": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        })
+
+
+def _resolve(algorithm: str | type, task: str | None) -> type:
+    from dpstats.algorithms import get, list_algorithms
+
+    if not isinstance(algorithm, str):
+        if task is not None and algorithm.task != task:
+            raise ValueError(f"algorithm {algorithm.name!r} is for task {algorithm.task!r}, not {task!r}")
+        return algorithm
+    if ":" in algorithm:
+        from dpstats.algorithms import load_plugin
+
+        cls = load_plugin(algorithm)
+        return _resolve(cls, task)
+    if task is not None:
+        return get(task, algorithm)
+    tasks = [c.task for c in list_algorithms() if c.name == algorithm]
+    if not tasks:
+        return _unknown(algorithm)
+    if len(tasks) > 1:
+        raise ValueError(f"algorithm {algorithm!r} exists for tasks {tasks}; choose one with --task")
+    return get(tasks[0], algorithm)
+
+
+def _unknown(name: str) -> type:
+    from dpstats.algorithms import list_algorithms
+
+    known = ", ".join(sorted({c.name for c in list_algorithms()}))
+    raise ValueError(f"unknown algorithm {name!r}; known: {known}")
+
+
+def tune(algorithm: str | type, epsilon: float, task: str | None = None, trials: int = 10, seed: int = 0,
+         corpus: Any = None, delta: float = 1e-6, max_studies: int | None = None, time_limit: float = 60.0,
+         min_improvement: float = 0.0, log: Callable[[str], None] | None = None) -> TuningResult:
+    """Tune an algorithm's hyperparameters at one privacy level.
+
+    Parameters
+    ----------
+    algorithm : str or Algorithm subclass
+        A registry name (``task`` picks among tasks that share it) or a class.
+    epsilon : float
+    task : str, optional
+    trials : int
+        Trials per instance and candidate.
+    seed : int
+        Seeds the split and the trials.
+    corpus : Corpus, optional
+        Default: the public corpus.
+    delta : float
+    max_studies : int, optional
+        Use only this many studies (a seeded subset) to save time.
+    time_limit : float
+        Seconds after which a finished trial counts as a timeout.
+    min_improvement : float
+        When both held-out tau@50 are finite, the tuned one must be at most
+        ``(1 - min_improvement)`` times the default's (0: any strict
+        improvement, the protocol's rule).
+    log : callable, optional
+        Receives progress lines.
+
+    Returns
+    -------
+    TuningResult
+    """
+    from dpstats.data.corpus import Corpus, public_corpus_path
+    from dpstats.privacy.accounting import validate_budget
+
+    validate_budget(epsilon, delta)
+    if trials < 1:
+        raise ValueError("trials must be at least 1")
+    cls = _resolve(algorithm, task)
+    corpus = corpus if corpus is not None else Corpus(public_corpus_path())
+    say = log or (lambda _msg: None)
+    grid = grid_for(cls)
+    split = split_studies(corpus, cls.task, seed, max_studies)
+    defaults = {k: p.value for k, p in cls.defaults.items()}
+    train, skipped = _problems(corpus, split["train_instances"])
+    held, skipped2 = _problems(corpus, split["heldout_instances"])
+    name = tuned_name(cls.name, epsilon)
+    base = dict(algorithm=cls.name, task=cls.task, epsilon=float(epsilon), delta=float(delta), name=name,
+                default_params=defaults, grid=grid, split=split, trials=int(trials),
+                skipped_instances=skipped + skipped2)
+    if not train or not held:
+        raise ValueError("no instance of the training or held-out studies could be built")
+    if len(grid["configs"]) == 1:
+        return TuningResult(**base, accepted=False, params={}, train_scores=[], heldout={},
+                            decision="no hyperparameter to tune (no grid and no numeric default)")
+    scores = []
+    for k, over in enumerate(grid["configs"]):
+        params = {**defaults, **over}
+        sc = _score(run_config(cls, params, train, epsilon, delta, trials, seed, time_limit), train)
+        scores.append({"params": over, **sc})
+        say(f"  [{k + 1}/{len(grid['configs'])}] {over or 'defaults'}: train tau@50 = "
+            f"{ev.format_tau50(sc['tau50'], sc['reaches'])}")
+    best = min(range(len(scores)), key=lambda i: (scores[i]["key"], i))
+    best_over = grid["configs"][best]
+    if not best_over:
+        return TuningResult(**base, accepted=False, params={}, train_scores=scores, heldout={},
+                            decision="the defaults are best on the training studies")
+    d_sc = _score(run_config(cls, defaults, held, epsilon, delta, trials, seed, time_limit), held)
+    t_sc = _score(run_config(cls, {**defaults, **best_over}, held, epsilon, delta, trials, seed, time_limit), held)
+    accepted = t_sc["key"] < d_sc["key"]
+    if accepted and math.isfinite(d_sc["tau50"]):
+        accepted = t_sc["tau50"] <= (1.0 - min_improvement) * d_sc["tau50"]
+
+    def fmt(sc: Mapping[str, Any]) -> str:
+        return f"{sc['tau50']:.6g}" if math.isfinite(sc["tau50"]) else ev.format_tau50(sc["tau50"], sc["reaches"])
+
+    need = f" by at least {min_improvement:.0%}" if min_improvement > 0 else ""
+    decision = (f"held-out tau@50 {fmt(t_sc)} (tuned) vs {fmt(d_sc)} (default): "
+                + ("tuned variant accepted" if accepted else f"not better{need}, rejected"))
+    say("  " + decision)
+    base["min_improvement"] = float(min_improvement)
+    return TuningResult(**base, accepted=bool(accepted), params=dict(best_over), train_scores=scores,
+                        heldout={"default": {"params": {}, **d_sc}, "tuned": {"params": best_over, **t_sc}},
+                        decision=decision)
+
+
+def write_tuned(result: TuningResult, directory: str | Path | None = None) -> Path:
+    """Write a result as ``<task>_<algorithm>_eps<E>.json`` (replacing an earlier one)."""
+    d = Path(directory) if directory is not None else TUNED_DIR
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{result.task}_{result.algorithm}_eps{result.epsilon:g}.json"
+    path.write_text(json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------
+# Loading tuned variants
+# --------------------------------------------------------------------------
+
+
+
+
+
+
+
+
+# --------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------
+
+
+
+
+
+

@@ -1,0 +1,29 @@
+"""``dpstats algorithms``: list the registered private algorithms."""
+
+from __future__ import annotations
+
+import argparse
+
+from dpstats.cli._common import _dump, _table
+
+
+def cmd_algorithms(args: argparse.Namespace) -> int:
+    from dpstats.algorithms import list_algorithms
+
+    algos = list_algorithms(args.task)
+    meta = [a.metadata() for a in algos]
+    if args.json:
+        print(_dump(meta))
+    else:
+        print(_table([[m["task"], m["name"], m["interpretation"], m["citation"][:60]] for m in meta],
+                     ["task", "name", "interpretation", "citation"]))
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """``dpstats algorithms [--task T] [--json]``."""
+    pa = sub.add_parser("algorithms", help="list the private algorithms")
+    pa.add_argument("--task", choices=("sce", "linreg", "mean"))
+    pa.add_argument("--json", action="store_true")
+    pa.set_defaults(func=cmd_algorithms)
+    return pa

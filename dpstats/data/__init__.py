@@ -1,0 +1,1 @@
+"""Data: replication packages (corpus), problem instances and their public facts."""

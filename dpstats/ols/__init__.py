@@ -1,0 +1,1 @@
+"""Non-private OLS baselines: covariance estimators, baselines, verification, the R engine."""

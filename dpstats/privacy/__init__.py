@@ -1,0 +1,1 @@
+"""Privacy: accounting (budgets, accountants, conversions), mechanisms, and a release's randomness."""
