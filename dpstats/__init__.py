@@ -22,7 +22,6 @@ _LAZY = {
     "PublicFacts": "dpstats.data.instance",
     "Baseline": "dpstats.ols.baseline",
     "compute_baseline": "dpstats.ols.baseline",
-    "Budget": "dpstats.privacy.accounting",
     "PrivacyLeakWarning": "dpstats.privacy.accounting",
     "private_coef": "dpstats.api",
     "private_ols": "dpstats.api",

@@ -26,7 +26,6 @@ Interpretation classes
 
 from __future__ import annotations
 
-import math
 import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
@@ -69,8 +68,6 @@ class Param:
         return {"value": self.value, "source": self.source}
 
 
-
-
 @dataclass(frozen=True)
 class Release:
     """A private release.
@@ -91,7 +88,7 @@ class Release:
     estimate: np.ndarray
     epsilon: float
     delta: float
-    ledger: tuple = ()
+    ledger: tuple[Any, ...] = ()
     details: Mapping[str, Any] = field(default_factory=dict)
 
     released: ClassVar[bool] = True
@@ -107,7 +104,7 @@ class Decline:
     reason: str
     epsilon: float = 0.0
     delta: float = 0.0
-    ledger: tuple = ()
+    ledger: tuple[Any, ...] = ()
     details: Mapping[str, Any] = field(default_factory=dict)
 
     released: ClassVar[bool] = False
@@ -253,6 +250,3 @@ class Algorithm(ABC):
         )
 
 
-def finite_or_nan(x: float) -> float:
-    """Return ``x`` if finite else NaN (helper for diagnostics)."""
-    return float(x) if math.isfinite(x) else float("nan")

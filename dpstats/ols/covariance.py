@@ -43,7 +43,6 @@ __all__ = [
     "HC",
     "ClusterCR1",
     "PairsBootstrap",
-    "COVARIANCE_ESTIMATORS",
     "covariance_from_spec",
     "bootstrap_indices",
     "BOOTSTRAP_SEED",
@@ -301,14 +300,6 @@ class PairsBootstrap(CovarianceEstimator):
 
     def __repr__(self) -> str:
         return f"PairsBootstrap(reps={self.reps}, seed={self.seed})"
-
-
-COVARIANCE_ESTIMATORS: dict[str, type[CovarianceEstimator]] = {
-    "classical": Classical,
-    "HC": HC,
-    "cluster": ClusterCR1,
-    "bootstrap": PairsBootstrap,
-}
 
 
 def covariance_from_spec(se: str) -> CovarianceEstimator:

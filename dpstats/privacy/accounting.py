@@ -23,9 +23,8 @@ Conversions
 
 Examples
 --------
->>> from dpstats.privacy.accounting import Budget, gaussian_sigma
->>> b = Budget(epsilon=1.0, delta=1e-6)
->>> round(gaussian_sigma(1.0, b.epsilon, b.delta), 4)
+>>> from dpstats.privacy.accounting import gaussian_sigma
+>>> round(gaussian_sigma(1.0, 1.0, 1e-6), 4)
 4.2247
 """
 
@@ -34,14 +33,11 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Iterable
 
-import numpy as np
 from scipy import optimize, special
 
 __all__ = [
     "PrivacyLeakWarning",
-    "Budget",
     "validate_budget",
     "gdp_delta",
     "gdp_mu",
@@ -59,10 +55,6 @@ __all__ = [
 
 class PrivacyLeakWarning(UserWarning):
     """Raised when an algorithm without a full DP argument (a non-standard class) runs."""
-
-
-def _norm_cdf(x: float) -> float:
-    return 0.5 * special.erfc(-x / math.sqrt(2.0))
 
 
 def _log_norm_cdf(x: float) -> float:
@@ -106,33 +98,6 @@ def validate_budget(epsilon: float, delta: float, n: int | None = None) -> None:
             UserWarning,
             stacklevel=3,
         )
-
-
-@dataclass(frozen=True)
-class Budget:
-    """An explicit (epsilon, delta) privacy budget.
-
-    Parameters
-    ----------
-    epsilon : float
-        Privacy-loss bound, finite and > 0.
-    delta : float, default 0
-        Failure probability, in [0, 1).
-    """
-
-    epsilon: float
-    delta: float = 0.0
-
-    def __post_init__(self) -> None:
-        validate_budget(self.epsilon, self.delta)
-
-    def split(self, *weights: float) -> list["Budget"]:
-        """Split by basic composition into parts proportional to ``weights``."""
-        w = np.asarray(weights, dtype=float)
-        if w.size == 0 or np.any(w <= 0) or not np.all(np.isfinite(w)):
-            raise ValueError("weights must be positive and finite")
-        w = w / w.sum()
-        return [Budget(self.epsilon * wi, self.delta * wi) for wi in w]
 
 
 # --------------------------------------------------------------------------
@@ -231,7 +196,7 @@ def zcdp_rho(epsilon: float, delta: float) -> float:
     validate_budget(epsilon, delta)
     if delta == 0:
         raise ValueError("zCDP needs delta > 0 to convert to (epsilon, delta)-DP")
-    lo, hi = 0.0, max(epsilon, 1.0)
+    hi = max(epsilon, 1.0)
     while zcdp_epsilon(hi, delta) < epsilon:
         hi *= 2.0
     return float(optimize.brentq(lambda r: zcdp_epsilon(r, delta) - epsilon, 1e-15, hi, xtol=1e-15, rtol=1e-13, maxiter=500))
@@ -432,6 +397,3 @@ class PureAccountant(Accountant):
         return (self.spent, self.delta_spent)
 
 
-def compose_gdp(mus: Iterable[float]) -> float:
-    """Compose GDP parameters: ``sqrt(sum mu_i^2)``."""
-    return float(math.sqrt(sum(m * m for m in mus)))

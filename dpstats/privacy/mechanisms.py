@@ -23,27 +23,21 @@ import numpy as np
 
 __all__ = [
     "gaussian_noise",
-    "laplace_noise",
     "exponential_mechanism",
     "private_quantile",
     "private_quantile_grid",
     "log_grid",
-    "clip_rows_l2",
 ]
 
 
-def gaussian_noise(rng: np.random.Generator, sigma: float, size=None) -> np.ndarray | float:
+def gaussian_noise(
+    rng: np.random.Generator, sigma: float, size: int | tuple[int, ...] | None = None
+) -> np.ndarray | float:
     """Draw ``N(0, sigma^2)`` noise; ``sigma`` must be finite and >= 0."""
     if not (sigma >= 0 and math.isfinite(sigma)):
         raise ValueError(f"sigma must be finite and >= 0, got {sigma!r}")
-    return rng.normal(0.0, sigma, size=size)
-
-
-def laplace_noise(rng: np.random.Generator, scale: float, size=None) -> np.ndarray | float:
-    """Draw Laplace(0, scale) noise; gives ``sensitivity/scale``-DP for an L1 ``sensitivity``."""
-    if not (scale >= 0 and math.isfinite(scale)):
-        raise ValueError(f"scale must be finite and >= 0, got {scale!r}")
-    return rng.laplace(0.0, scale, size=size)
+    noise: np.ndarray | float = rng.normal(0.0, sigma, size=size)
+    return noise
 
 
 def exponential_mechanism(
@@ -152,8 +146,3 @@ def log_grid(lo: float, hi: float, per_octave: int = 4) -> np.ndarray:
     return lo * 2.0 ** (np.arange(k) / per_octave)
 
 
-def clip_rows_l2(X: np.ndarray, bound: float) -> tuple[np.ndarray, int]:
-    """Scale each row to L2 norm at most ``bound``; returns the clipped rows and how many were clipped."""
-    norms = np.linalg.norm(X, axis=1)
-    factor = np.minimum(1.0, bound / np.maximum(norms, 1e-300))
-    return X * factor[:, None], int(np.sum(norms > bound))

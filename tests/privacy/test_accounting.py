@@ -10,7 +10,6 @@ import pytest
 from scipy import integrate, stats
 
 from dpstats.privacy.accounting import (
-    Budget,
     BudgetExceeded,
     GDPAccountant,
     PureAccountant,
@@ -97,7 +96,7 @@ def test_accountants_spend_exactly() -> None:
 )
 def test_budget_validation(eps, delta, msg) -> None:
     with pytest.raises(ValueError, match=msg):
-        Budget(eps, delta)
+        validate_budget(eps, delta)
 
 
 def test_delta_above_one_over_n_warns() -> None:

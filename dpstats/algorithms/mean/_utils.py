@@ -34,7 +34,6 @@ __all__ = [
     "grid_quantile",
     "grid_quantile_scores",
     "pair_differences",
-    "clip_box",
     "clip_ball",
 ]
 
@@ -195,11 +194,6 @@ def pair_differences(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     m = x.size // 2
     perm = rng.permutation(x.size)
     return np.abs(x[perm[0:m]] - x[perm[m : 2 * m]])
-
-
-def clip_box(X: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Clip each column of ``X`` to ``[lo_j, hi_j]``."""
-    return np.clip(X, lo[None, :], hi[None, :])
 
 
 def clip_ball(Z: np.ndarray, center: np.ndarray, radius: float) -> tuple[np.ndarray, int]:
