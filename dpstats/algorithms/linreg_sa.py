@@ -38,7 +38,7 @@ import numpy as np
 
 from ..privacy import ZCDPAccountant
 from . import coefficient_of, register
-from ._linreg_utils import SIGNED_GRID, block_ols, Structure, em_epsilon, enforce_structure, private_basis, private_median_midpoint, spend_em
+from ._linreg_utils import BASIS_DETAILS, SIGNED_GRID, block_ols, Structure, em_epsilon, enforce_structure, private_basis, private_median_midpoint, spend_em
 from .base import Algorithm, Param, TaskData
 
 __all__ = ["SubsampleAggregateMedian", "block_estimates"]
@@ -79,6 +79,7 @@ class SubsampleAggregateMedian(Algorithm):
         "block_rows": Param(None, "ours: None = max(2d, d + 10) rows per block, enough to identify most coefficients"),
         "range_fraction": Param(0.1, "ours: a tenth of the budget for the private column ranges"),
     }
+    public_details = {**BASIS_DETAILS, "m": "public fact: number of blocks, n // block rows"}
 
     def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
         X, y = data.X, data.y

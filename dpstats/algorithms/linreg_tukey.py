@@ -231,6 +231,10 @@ class TukeyEM(Algorithm):
     interpretation = "standard"
     summary = "TukeyEM (Amin et al. 2023): restricted Tukey-depth mechanism over m block OLS models, with PTR"
     defaults = {"m": Param(1000, "paper §4 (experiments use m = 1000 models; the reference script sweeps 1000-2000)")}
+    public_details = {  # k_hat and the sampled depth are data statistics: never reported
+        "m": "public fact: number of models (a hyperparameter)",
+        "threshold": "public fact: PTR threshold log(1 / (2 delta)) / eps_1",
+    }
 
     def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
         if delta <= 0:
@@ -256,6 +260,7 @@ class TukeyEMRefCode(Algorithm):
     interpretation = "reference-code"
     summary = "TukeyEM as in the reference code: Laplace scale eps/2 and exponent eps/2 (spends ~1.5 eps)"
     defaults = {"m": Param(1000, "reference code (run_experiment.py sweeps m from 1000 to 2000)")}
+    public_details = TukeyEM.public_details
 
     def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
         if delta <= 0:
