@@ -240,6 +240,11 @@ class BHSAffine(Algorithm):
         "lambda0": Param("auto", "reference code (README): lambda_0 ~ d + O(log n); auto = 2 (d + 2 sqrt(d log n) + 2 log n), see default_lambda0"),
         "max_rows": Param(300_000, "ours: run on a uniform random subset of this many rows beyond it (time budget)"),
     }
+    public_details = {  # the stability scores s1, s2 are data statistics: never reported
+        "k": "public fact: bhs_k(epsilon, delta)",
+        "lambda0": "public fact: a hyperparameter, or default_lambda0(n, d)",
+        "ptr_threshold": "public fact: PTR threshold from k, epsilon and delta",
+    }
 
     def _run(self, data: TaskData, facts, epsilon: float, delta: float, rng: np.random.Generator):
         X = data.X
