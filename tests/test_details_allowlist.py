@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 import warnings
 from dataclasses import replace
-from functools import lru_cache
+from collections.abc import Mapping
+from functools import cache
 
 import numpy as np
 import pytest
@@ -46,7 +47,7 @@ DELTA = 1e-6
 ALGORITHMS = list_algorithms()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _instance(iid: str):
     inst = Corpus.public().instance(iid)
     return inst.task_data(), inst.facts
@@ -85,7 +86,7 @@ def _same(a, b) -> bool:
     return bool(np.array_equal(np.asarray(a, dtype=float), np.asarray(b, dtype=float), equal_nan=True))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _outcomes(task: str, name: str):
     """(instance, epsilon, seed, outcome, outcome on the neighbour) for every run."""
     cls = next(c for c in ALGORITHMS if c.task == task and c.name == name)
@@ -107,7 +108,7 @@ def test_registry_is_enumerated():
 
 @pytest.mark.parametrize("cls", ALGORITHMS, ids=lambda c: f"{c.task}-{c.name}")
 def test_allow_list_reasons_are_of_a_known_kind(cls):
-    assert isinstance(cls.public_details, dict) or hasattr(cls.public_details, "items")
+    assert isinstance(cls.public_details, Mapping), cls.name
     for key, reason in cls.public_details.items():
         assert isinstance(key, str) and isinstance(reason, str)
         assert _kind(reason) in DETAIL_KINDS, (cls.name, key, reason)
