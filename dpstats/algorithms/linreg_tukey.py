@@ -96,6 +96,17 @@ def distance_lower_bound(logv: np.ndarray, t: int, eps2: float, delta: float, ha
     ``exp(eps2 depth / 2)``. ``logv[i-1] = log V_i``; depths beyond the
     deepest region have volume 0 and never satisfy the test. Safety is
     monotone in ``k``, so the largest safe ``k`` is found by bisection.
+
+    Constants: the safety condition of Brown, Gaboardi, Smith, Ullman and
+    Zakynthinou (2021, Section 3, the restricted exponential mechanism's
+    volume condition), as restated by Amin et al. (2023, Section 3):
+    ``V_{t-k-1} / V_{t+k+g+1} e^{-eps g / 2} <= delta / (8 e^eps)`` for some
+    ``g >= 1``. Every ``g`` with ``t + k + g + 1 <= top`` is allowed, including
+    the deepest region ``V_top``; the reference code stops at ``V_{top-1}``
+    (more conservative, not needed). ``k_hat >= 0`` implies that the
+    restricted mechanism is ``(eps2, delta')``-indistinguishable from every
+    neighbour with ``delta' <= (1 + e^{eps2/2}) delta / (8 e^{eps2}) <= delta / 4``
+    (derivation on the docs page), and ``k_hat`` has sensitivity 1.
     """
     top = logv.size
     c = 0.5 if halve else 1.0
