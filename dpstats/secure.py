@@ -32,6 +32,7 @@ ValueError: seed must be None with secure=True: a secure generator draws fresh o
 
 from __future__ import annotations
 
+import functools
 import operator
 import warnings
 from typing import Any
@@ -48,7 +49,7 @@ SECURE_METHODS = ("normal", "standard_normal", "laplace")
 #: the pinned OpenDP release (``dpstats[secure]``)
 OPENDP_VERSION = "0.14.1"
 
-#: measurements kept per generator (one per distinct kind, scale and float type)
+#: OpenDP measurements kept (one per distinct kind, scale and float type; they hold no randomness)
 _CACHE_SIZE = 256
 
 _OPENDP: Any = None
@@ -85,6 +86,23 @@ def opendp_available() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("opendp") is not None
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _measurement(kind: str, scale: float, T: str) -> Any:
+    """OpenDP's vector measurement adding ``kind`` noise of ``scale`` to a list of ``T`` floats.
+
+    Gaussian: ``make_gaussian`` over ``vector_domain(atom_domain(T))`` with the
+    ``l2_distance``; Laplace: ``make_laplace`` with the ``l1_distance``. The
+    noise granularity ``k`` is OpenDP's default, the finest of the float type
+    (``2^-1074`` for float64). The measurement draws from the operating
+    system's entropy at every call, so sharing it between generators is safe.
+    """
+    dp = require_opendp()
+    domain = dp.vector_domain(dp.atom_domain(T=T, nan=False))
+    if kind == "gaussian":
+        return dp.m.make_gaussian(domain, dp.l2_distance(T=T), scale=scale)
+    return dp.m.make_laplace(domain, dp.l1_distance(T=T), scale=scale)
 
 
 def _shape_of(size: Any) -> tuple[int, ...]:
@@ -133,8 +151,7 @@ class SecureGenerator(np.random.Generator):
 
     def __init__(self) -> None:
         super().__init__(np.random.PCG64(np.random.SeedSequence()))
-        self._dp = require_opendp()
-        self._measurements: dict[tuple[str, float, str], Any] = {}
+        require_opendp()
 
     def __repr__(self) -> str:
         return "SecureGenerator(OpenDP noise, PCG64 from fresh OS entropy)"
@@ -154,22 +171,6 @@ class SecureGenerator(np.random.Generator):
     def spawn(self, n_children: int) -> list["SecureGenerator"]:
         """``n_children`` new, independent secure generators."""
         return [SecureGenerator() for _ in range(operator.index(n_children))]
-
-    # -- OpenDP -------------------------------------------------------------
-    def _measurement(self, kind: str, scale: float, T: str) -> Any:
-        key = (kind, scale, T)
-        m = self._measurements.get(key)
-        if m is None:
-            dp = self._dp
-            domain = dp.vector_domain(dp.atom_domain(T=T, nan=False))
-            if kind == "gaussian":
-                m = dp.m.make_gaussian(domain, dp.l2_distance(T=T), scale=scale)
-            else:
-                m = dp.m.make_laplace(domain, dp.l1_distance(T=T), scale=scale)
-            if len(self._measurements) >= _CACHE_SIZE:
-                self._measurements.clear()
-            self._measurements[key] = m
-        return m
 
     def _draw(self, kind: str, loc: Any, scale: Any, size: Any, T: str = "f64") -> Any:
         loc_a = _params("loc", loc)
@@ -198,7 +199,7 @@ class SecureGenerator(np.random.Generator):
                 if s == 0.0:
                     out[idx] = L[idx]
                 else:
-                    out[idx] = self._measurement(kind, float(s), T)(L[idx].tolist())
+                    out[idx] = _measurement(kind, float(s), T)(L[idx].tolist())
         if scalar:
             return float(out[0])
         return out.reshape(shape)
