@@ -26,6 +26,15 @@ Presets
     instance of each task of each study, epsilon in {1, 10}, 3 trials, every
     algorithm. Options given explicitly override a preset's values.
 
+Secure mode
+-----------
+``--secure`` (``BenchConfig.secure``) draws every trial's Gaussian and Laplace
+noise with OpenDP's samplers (:class:`~dpstats.secure.SecureGenerator`) instead
+of ``numpy.random.default_rng(seed)``: the seed then only numbers the trial,
+and the trials are not reproducible bit for bit. The flag is stored with the
+run (``runs.config``) and with the results file (``meta``), and a file holds
+secure trials or ordinary ones, never both.
+
 Examples
 --------
 Run the protocol on the public corpus with 2 local workers, then resume it
@@ -149,6 +158,8 @@ class BenchConfig:
         Per-trial limits (default 60 s and 4096 MB).
     progress : bool or None
         Progress bar (default: when stderr is a terminal).
+    secure : bool
+        Draw the noise with OpenDP's samplers (see :mod:`dpstats.secure`).
     """
 
     corpus: str | None = None
@@ -165,6 +176,7 @@ class BenchConfig:
     time_limit: float | None = None
     memory_mb: float | None = None
     progress: bool | None = None
+    secure: bool = False
 
 
 @dataclass(frozen=True)
@@ -343,10 +355,11 @@ def select_instances(corpus: Corpus, tasks: Sequence[str], ids: Sequence[str] | 
 
 def make_plan(corpus: Corpus, algorithms: Sequence[Selected], instances: Sequence[InstanceSpec],
               epsilons: Sequence[float], delta: float, trials: int,
-              stored: set[tuple[str, str, str, float, float, int]] | None = None) -> Plan:
+              stored: set[tuple[str, str, str, float, float, int]] | None = None, secure: bool = False) -> Plan:
     """All trials, grouped into jobs, minus the stored ones.
 
-    Jobs are ordered by instance (corpus order), then algorithm, then epsilon.
+    Jobs are ordered by instance (corpus order), then algorithm, then epsilon;
+    ``secure`` marks every job secure (:attr:`dpstats.trial.Job.secure`).
     """
     stored = stored or set()
     root = str(corpus.root.resolve())
@@ -369,7 +382,7 @@ def make_plan(corpus: Corpus, algorithms: Sequence[Selected], instances: Sequenc
                     else:
                         todo.append((float(eps), float(delta), seed))
                 if todo:
-                    jobs.append(Job(sel.ref, root, spec.id, tuple(todo)))
+                    jobs.append(Job(sel.ref, root, spec.id, tuple(todo), secure=bool(secure)))
     return Plan(corpus, list(algorithms), list(instances), tuple(float(e) for e in epsilons), float(delta), trials,
                 jobs, planned, skipped)
 
@@ -507,7 +520,8 @@ def plan_bench(config: BenchConfig, store: Store | None = None) -> Plan:
     corpus, tasks, eps, delta, trials, per_study, _, _ = _resolve(config)
     algos = select_algorithms(config.algorithms, tasks)
     specs = select_instances(corpus, tasks, config.instances, per_study)
-    return make_plan(corpus, algos, specs, eps, delta, trials, store.stored_keys() if store else None)
+    return make_plan(corpus, algos, specs, eps, delta, trials, store.stored_keys() if store else None,
+                     secure=config.secure)
 
 
 def run_bench(config: BenchConfig, out: Any = None) -> BenchSummary:
@@ -541,15 +555,22 @@ def run_bench(config: BenchConfig, out: Any = None) -> BenchSummary:
     if workers < 1:
         raise ValueError("workers must be at least 1")
     root = str(corpus.root.resolve())
+    if config.secure:
+        from .secure import require_opendp
+
+        require_opendp()  # fail here, not in every trial
     store = Store(config.results)
     try:
         store.bind_corpus(corpus.name, root, corpus.is_public)
+        store.bind_secure(config.secure)
         for sel in algos:
             store.add_algorithm(sel.cls.metadata(), sel.ref.ref, sel.source)
-        plan = make_plan(corpus, algos, specs, eps, delta, trials, store.stored_keys())
+        plan = make_plan(corpus, algos, specs, eps, delta, trials, store.stored_keys(), secure=config.secure)
+        rng_desc = ("dpstats.secure.SecureGenerator() (OpenDP noise, fresh entropy; the seed numbers the trial)"
+                    if config.secure else "numpy.random.default_rng(seed)")
         run_config = {
             "preset": preset.name, "tasks": tasks, "epsilons": list(eps), "delta": delta, "trials": trials,
-            "seeds": f"0..{trials - 1}", "rng": "numpy.random.default_rng(seed)",
+            "seeds": f"0..{trials - 1}", "rng": rng_desc, "secure": bool(config.secure),
             "algorithms": [f"{s.ref.task}:{s.ref.name}" for s in algos], "algorithm_refs": [s.ref.ref for s in algos],
             "instances": [s.id for s in specs], "time_limit": limits.time, "memory_mb": limits.memory_mb,
             "workers": None if config.dask else workers, "dask": config.dask, "argv": sys.argv,
@@ -560,7 +581,7 @@ def run_bench(config: BenchConfig, out: Any = None) -> BenchSummary:
         print(f"dpstats bench: {total} trials to run, {plan.skipped} of {plan.planned} already stored; "
               f"{len(algos)} algorithms, {len(specs)} instances of corpus {corpus.name!r}, epsilon "
               f"{', '.join(f'{e:g}' for e in eps)}, {trials} trials; {where}; limits {limits.time:g} s, "
-              f"{limits.memory_mb:g} MB", file=out, flush=True)
+              f"{limits.memory_mb:g} MB{'; secure noise (OpenDP)' if config.secure else ''}", file=out, flush=True)
         bar = config.progress if config.progress is not None else bool(getattr(out, "isatty", lambda: False)())
         progress = _Progress(total, bar, out)
         counts: Counter[str] = Counter()
@@ -666,6 +687,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--memory-limit", type=float, metavar="MB", help="per-trial memory limit in MB (default: 4096)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: when stderr is a terminal)")
+    p.add_argument("--secure", action="store_true",
+                   help="draw the Gaussian and Laplace noise with OpenDP's samplers (needs dpstats[secure]); "
+                        "trials are then not reproducible bit for bit")
     p.add_argument("--dry-run", action="store_true", help="print the plan and stop")
     return p
 
@@ -675,6 +699,7 @@ def _config_from_args(args: argparse.Namespace) -> BenchConfig:
         corpus=args.corpus, tasks=args.task, epsilons=args.epsilon, delta=args.delta, algorithms=args.algorithm,
         instances=args.instance, trials=args.trials, results=args.results, workers=args.workers, dask=args.dask,
         preset=args.preset, time_limit=args.time_limit, memory_mb=args.memory_limit, progress=args.progress,
+        secure=bool(getattr(args, "secure", False)),
     )
 
 
