@@ -27,13 +27,18 @@ What cannot be pinned this way (and how it is covered instead)
 * AdaSSP's ``lambda_min`` draw is ``rng.normal()`` multiplied by
   ``sigma_lambda`` afterwards, so the recorded scale is 1. Its scale is pinned
   through the ledger cost of that entry (``B_x^2 / (2 sigma_lambda^2)`` must
-  be a third of the rest), the released ``sigma_lambda`` detail, and the later
-  draws (a wrong charge there changes what the ``X'y`` share receives).
+  be a third of the rest), the released ``sigma_lambda`` detail, the later
+  draws (a wrong charge there changes what the ``X'y`` share receives), and,
+  on an instance whose columns all have public ranges (mvd95), by recomputing
+  the released ridge from ``lambda_min(X'X)`` and the replayed draw.
 * BHS's noise is ``standard_normal(d)`` shaped by ``sqrt(c2 Sigma)``
   afterwards; it is pinned by replaying the recorded draws on a fresh
   generator (the RecordingGenerator draws exactly what ``default_rng`` does)
   and checking ``estimate = mu + V sqrt(c2 Lambda) z`` with ``mu, Sigma`` from
-  pass-through spies on ``stable_mean`` / ``stable_covariance``.
+  pass-through spies on ``stable_mean`` / ``stable_covariance``. Its constants
+  are those of the docs page after the review of its stability argument
+  (score sensitivity 2: ``Lap(6/eps)``, ``T = k - 3 - 6 log(3/delta)/eps``;
+  ``c2 = 810 lambda_0 log(12/delta) / (eps n)^2``).
 * The temperature *inside* an exponential mechanism (``eps / (2 Delta)``) is
   not visible in the Gumbel draws alone; the spies replay the Gumbel values
   and check that the drawn index is the argmax at the documented temperature.
@@ -157,6 +162,16 @@ class Spies:
             return point, depth
 
         monkeypatch.setattr(lt, "sample_depth_region", sdr)
+
+        real_dlb = lt.distance_lower_bound
+
+        def dlb(logv, t, eps2, delta, halve=True):
+            out = real_dlb(logv, t, eps2, delta, halve=halve)
+            self.ptr.append((np.array(logv), t, float(eps2), float(delta), bool(halve), out))
+            return out
+
+        self.ptr: list[tuple] = []
+        monkeypatch.setattr(lt, "distance_lower_bound", dlb)
 
         real_cov, real_mean = bhs_mod.stable_covariance, bhs_mod.stable_mean
 
@@ -333,6 +348,45 @@ def test_adassp_scales(iid, eps, seed, spies):
     assert len(lam_row) == 1 and lam_row[0][1] == pytest.approx(B2**2 / (2 * s_l**2), rel=RTOL)
 
 
+def replay(seed: int, rng: RecordingGenerator) -> list:
+    """The values of every recorded draw, drawn again from ``default_rng(seed)`` with the same calls."""
+    g = np.random.default_rng(seed)
+    return [getattr(g, dr.method)(**dr.args) for dr in rng.draws]
+
+
+def test_adassp_lambda_min_noise_scale(spies):
+    """The lambda_min draw is N(0, 1) times sigma_lambda after the call: pin sigma_lambda through the released ridge.
+
+    mvd95 has public ranges for every column (rows are unchanged by the clipping), so ``lambda_min(X'X)`` is
+    known; at epsilon = 0.7 both clamps of the adassp page are inactive and the ridge
+    ``lambda = sigma_XX sqrt(d log(2 d^2 / rho)) - (lambda_min + sigma_lambda Z - sigma_lambda sqrt(log(6/delta)))``
+    depends on sigma_lambda = B_x^2 / sqrt(2 rho_share).
+    """
+    eps, seed = 0.7, 8
+    out, rng, data, facts = run("linreg", "adassp", "mvd95_did_linreg", eps, seed, spies)
+    des, rho = design(facts), zcdp_rho(eps, DELTA)
+    em_eps, B2, By, spent = raw_bounds_expected(des, rho, spies)
+    assert des.n_free == 0 and B2 == 4.0 and len(em_eps) == 1
+    lo, hi = prior_box_linreg(facts)
+    assert np.all((data.X >= lo) & (data.X <= hi))
+    lam_min = float(np.linalg.eigvalsh(data.X.T @ data.X)[0])
+    share, d = (rho - spent) / 3.0, des.d
+    s_l, s_xx = gauss_sigma(B2, share), gauss_sigma(math.sqrt(2.0) * B2, share)
+    draws = rng.noise()
+    assert draws[0].method == "normal" and draws[0].count == 1 and draws[0].scale == 1.0
+    z = float(replay(seed, rng)[next(i for i, dr in enumerate(rng.draws) if dr is draws[0])])
+    lam_t = lam_min + s_l * z - s_l * math.sqrt(math.log(6.0 / DELTA))
+    lam = s_xx * math.sqrt(d * math.log(2.0 * d * d / 0.05)) - lam_t
+    assert lam_t > 0 and lam > 0  # neither clamp active: the check below is not vacuous
+    assert out.details["lambda"] == pytest.approx(lam, rel=1e-8)
+
+
+def prior_box_linreg(facts):
+    lo = np.array([facts.bounds.get(c, (-np.inf, np.inf))[0] for c in facts.columns], dtype=float)
+    hi = np.array([facts.bounds.get(c, (-np.inf, np.inf))[1] for c in facts.columns], dtype=float)
+    return lo, hi
+
+
 @pytest.mark.parametrize("iid,eps,seed", RAW_CASES)
 def test_ssp_scales(iid, eps, seed, spies):
     out, rng, data, facts = run("linreg", "ssp", iid, eps, seed, spies)
@@ -455,11 +509,33 @@ def test_structure_of_the_test_instances():
 # --------------------------------------------------------------------------
 
 
+def safe_distance(logv: np.ndarray, t: int, eps2: float, delta: float) -> int:
+    """tukeyem page, step 3, by brute force: the largest k with some g >= 1 and
+    V_{t-k-1} / V_{t+k+g+1} e^{-eps_2 g / 2} <= delta / (8 e^{eps_2}) (-1 if none); V_i = exp(logv[i-1])."""
+    top, thr, best = logv.size, math.log(delta / (8 * math.exp(eps2))), -1
+    for k in range(0, t):
+        if t - k - 1 < 1:
+            break
+        g = np.arange(1, top - (t + k + 1) + 1)
+        if g.size == 0:
+            continue
+        with np.errstate(invalid="ignore"):
+            if np.any(logv[t - k - 2] - logv[t + k + g] - eps2 * g / 2 <= thr):
+                best = k
+    return best
+
+
 @pytest.mark.parametrize("eps,released", [(10.0, True), (0.3, False)])
 def test_tukeyem_laplace_and_restricted_mechanism(eps, released, spies):
     out, rng, data, facts = run("linreg", "tukeyem", "star_k_linreg", eps, 5, spies)
     assert out.released == released
     check_draws(rng, [("laplace", 2.0 / eps, 1)])  # Lap(1/eps_1), eps_1 = eps/2
+    assert out.details["threshold"] == pytest.approx(math.log(1 / (2 * DELTA)) / (eps / 2), rel=RTOL)
+    # the safety test: t = m/4, eps_2 = eps/2, exponent eps_2 g / 2, and its k_hat is the docs' largest safe k
+    assert len(spies.ptr) == 1
+    logv, t, eps2, delta, halve, k_hat = spies.ptr[0]
+    assert (t, delta, halve) == (1000 // 4, DELTA, True) and eps2 == pytest.approx(eps / 2, rel=RTOL)
+    assert k_hat == safe_distance(logv, t, eps / 2, DELTA)
     assert spies.em == []
     if released:
         assert [(e, h) for e, h, _ in spies.tukey] == [(pytest.approx(eps / 2, rel=RTOL), True)]
@@ -657,16 +733,19 @@ def test_bhs_laplace_and_gaussian_scales(spies):
     ln = math.log(n)
     lam0 = 2 * (d + 2 * math.sqrt(d * ln) + 2 * ln)
     k = math.ceil(6 * math.log(6 / DELTA) / eps) + 4
-    assert n >= 20 * k * lam0
+    assert n >= 20 * k * lam0 and n // 2 >= 10 * k * lam0
     assert [row[1] for row in out.ledger] == pytest.approx([eps], rel=RTOL) and out.delta == DELTA
     lap = rng.of("laplace")
-    assert len(lap) == 1 and lap[0].scale == pytest.approx(3 / eps, rel=RTOL)  # Lap(3/eps): the eps/3 test
+    # the (eps/3, delta/6) test on a score of replace-one sensitivity 2: Lap(6/eps)
+    assert len(lap) == 1 and lap[0].scale == pytest.approx(6 / eps, rel=RTOL)
+    # PASS iff z + Lap(6/eps) < T, T = (k - 3) - 6 log(3/delta)/eps
+    assert out.details["ptr_threshold"] == pytest.approx((k - 3) - 6 * math.log(3 / DELTA) / eps, rel=RTOL)
+    assert out.details["k"] == k and out.details["lambda0"] == pytest.approx(lam0, rel=RTOL)
     assert out.released, out
     normals = rng.of("standard_normal", "normal")
     assert len(normals) == 1 and normals[0].method == "standard_normal" and normals[0].count == d
     # replay the draws to recover z, then estimate = mu + V sqrt(c2 Lambda) z
-    g = np.random.default_rng(seed)
-    values = [getattr(g, dr.method)(**dr.args) for dr in rng.draws]
+    values = replay(seed, rng)
     z = values[next(i for i, dr in enumerate(rng.draws) if dr is normals[0])]
     Sigma, mu = spies.bhs["cov"][0], spies.bhs["mean"][0]
     c2 = 810 * lam0 * math.log(12 / DELTA) / (eps**2 * n**2)
