@@ -655,7 +655,11 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
                           UserWarning, stacklevel=3)
     _warn_delta(dlt, inst.n)
     _warn_bounds(inst, user_bounds)
-    rng = release_generator(seed, secure=bool(secure))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rng = release_generator(seed, secure=bool(secure))
+    for w in caught:  # re-issued at the caller's line, so that the default filter warns at every call site
+        warnings.warn(w.message, w.category, stacklevel=3)
     out = algo.run(inst.task_data(), inst.facts, eps, dlt, rng)
     facts = inst.facts
     implied = [c for c in facts.bounds if c not in user_bounds]

@@ -189,6 +189,12 @@ def test_a_seed_warns_and_is_not_shown(mroz: pd.DataFrame, func: str) -> None:
     for text in (res.summary(), repr(res), res.tidy().to_string(), res.interpretation(), str(res.params)):
         assert str(seed) not in text
     assert res.seeded and "fixed seed" in res.summary() and "fixed seed" in res.interpretation()
+    # the warning points at the caller's line (so the default filter repeats it at every call site), once
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call(seed=seed)
+    seed_warnings = [w for w in caught if "fixed seed" in str(w.message)]
+    assert len(seed_warnings) == 1 and seed_warnings[0].filename == __file__
 
 
 def test_epsilon_is_required_everywhere(mroz: pd.DataFrame) -> None:
