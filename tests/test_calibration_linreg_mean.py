@@ -354,6 +354,12 @@ def replay(seed: int, rng: RecordingGenerator) -> list:
     return [getattr(g, dr.method)(**dr.args) for dr in rng.draws]
 
 
+def noise_values(seed: int, rng: RecordingGenerator) -> list[np.ndarray]:
+    """The values of the Gaussian/Laplace draws, in order."""
+    vals = replay(seed, rng)
+    return [np.asarray(vals[i], dtype=float) for i, dr in enumerate(rng.draws) if dr.method in ("normal", "standard_normal", "laplace")]
+
+
 def test_adassp_lambda_min_noise_scale(spies):
     """The lambda_min draw is N(0, 1) times sigma_lambda after the call: pin sigma_lambda through the released ridge.
 
@@ -613,6 +619,24 @@ def test_coinpress_every_step(iid, eps, seed, spies):
     check_draws(rng, [("normal", s, d) for s in sig])
     check_ledger(out, schedule(rho), rho)
     assert spies.em == []
+    # the rows are projected onto the balls the sensitivities 2C/n were computed for
+    est = coinpress_replay(data.X, (lo + hi) / 2, float(np.linalg.norm((hi - lo) / 2)), schedule(rho), noise_values(seed, rng))
+    assert np.allclose(out.estimate, est, rtol=1e-9, atol=0)
+
+
+def coinpress_replay(Z, center, radius, rhos, noises, beta=0.01):
+    """The estimate from the replayed noise: c_t = mean of rows projected onto B(c_{t-1}, C_t) + noise_t."""
+    n, d = Z.shape
+    lb = math.log(1 / beta)
+    gamma = math.sqrt(d + 2 * math.sqrt(d * lb) + 2 * lb)
+    c, r = np.asarray(center, float), radius
+    for rho_t, e in zip(rhos, noises, strict=True):
+        C = min(math.sqrt(r * r + 6 * r + gamma * gamma), r + gamma)
+        diff = Z - c
+        nrm = np.linalg.norm(diff, axis=1)
+        c = (c + diff * np.minimum(1.0, C / np.maximum(nrm, 1e-300))[:, None]).mean(axis=0) + e
+        r = gamma * math.sqrt(1 / n + (2 * C / (n * math.sqrt(2 * rho_t))) ** 2)
+    return c
 
 
 @pytest.mark.parametrize("iid,eps,seed", MEAN_CASES)
@@ -638,6 +662,9 @@ def test_coinpress_scaled_every_step(iid, eps, seed, spies):
     sig = coinpress_expected(n, d, (lo + hi) / 2 / s, float(np.linalg.norm((hi - lo) / 2 / s)), rhos)
     check_draws(rng, [("normal", v, d) for v in sig])
     check_ledger(out, [eps_j**2 / 8] * d + rhos, rho)
+    est = coinpress_replay(data.X / s, (lo + hi) / 2 / s, float(np.linalg.norm((hi - lo) / 2 / s)), rhos,
+                           noise_values(seed, rng))
+    assert np.allclose(out.estimate, est * s, rtol=1e-9, atol=0)
 
 
 @pytest.mark.parametrize("iid,eps,seed", MEAN_CASES)
@@ -654,6 +681,18 @@ def test_kv_clip_scales(iid, eps, seed, spies):
     sigma = gauss_sigma(float(np.linalg.norm(b - a)) / n, 0.5 * rho)  # box of widths b - a: ||b - a|| / n
     check_draws(rng, [("normal", sigma, d)])
     check_ledger(out, [eps0**2 / 8] * (2 * d) + [0.5 * rho], rho)
+    # the rows are clipped to the box whose widths set the sensitivity
+    (e,) = noise_values(seed, rng)
+    assert np.allclose(out.estimate, np.clip(data.X, a, b).mean(axis=0) + e, rtol=1e-9, atol=0)
+
+
+def box_replay(X, center, half, noise):
+    """adaptive_clip page: live columns scaled to [-1, 1] by the released box, clipped, averaged, noised."""
+    live = half > 0
+    est = np.array(center, dtype=float)
+    Z = np.clip((X[:, live] - center[live]) / half[live], -1.0, 1.0)
+    est[live] = center[live] + half[live] * (Z.mean(axis=0) + noise)
+    return est
 
 
 def adaptive_ranges_expected(facts, r_share, rho):
@@ -673,6 +712,9 @@ def test_adaptive_clip_scales(iid, eps, seed, spies):
     sigma = gauss_sigma(2 * math.sqrt(live) / n, rho - spent)  # box [-1, 1]^d': 2 sqrt(d')/n
     check_draws(rng, [("normal", sigma, live)])
     check_ledger(out, [e * e / 8 for e in em_eps] + [rho - spent], rho)
+    (e,) = noise_values(seed, rng)
+    est = box_replay(data.X, np.asarray(out.details["center"]), np.asarray(out.details["half"]), e)
+    assert np.allclose(out.estimate, est, rtol=1e-9, atol=0)
 
 
 @pytest.mark.parametrize("iid,eps,seed,path", [("mean_mroz87_lwage", 0.3, 0, "low signal"),
@@ -698,6 +740,9 @@ def test_adaptive_whiten_scales(iid, eps, seed, path, spies):
         sigma = gauss_sigma(2 * math.sqrt(live) / n, rho - spent)
         check_draws(rng, [("normal", sigma, live)])
         check_ledger(out, [e * e / 8 for e in em_eps] + [rho - spent], rho)
+        (e,) = noise_values(seed, rng)
+        est = box_replay(data.X, np.asarray(out.details["center"]), np.asarray(out.details["half"]), e)
+        assert np.allclose(out.estimate, est, rtol=1e-9, atol=0)
         return
     em_eps, spent = adaptive_ranges_expected(facts, r_share, rho)
     eps_b = math.sqrt(8 * 0.05 * rho / 2)  # two radius draws share radius_share
@@ -714,6 +759,27 @@ def test_adaptive_whiten_scales(iid, eps, seed, path, spies):
         sigma = gauss_sigma(2 * math.sqrt(d) / n, rest)  # box in z: 2 sqrt(d)/n
     check_draws(rng, [("normal", sig_m, (d + 1) * (d + 2) // 2), ("normal", sigma, d)])
     check_ledger(out, [e * e / 8 for e in em_eps] + [eps_b**2 / 8, 0.1 * rho, eps_b**2 / 8, rest], rho)
+    center, half = np.asarray(out.details["center"]), np.asarray(out.details["half"])
+    e_m, e = noise_values(seed, rng)
+    if path == "box chosen":
+        assert np.allclose(out.estimate, box_replay(data.X, center, half, e), rtol=1e-9, atol=0)
+        return
+    # ball: rows shrunk into ||z|| <= C for the second moment, projected onto B(W m_z, R) in u for the mean
+    Z = np.clip((data.X - center) / half, -1.0, 1.0)
+    nz = np.linalg.norm(Z, axis=1)
+    A = np.hstack([Z * np.minimum(1.0, C / np.maximum(nz, 1e-300))[:, None], np.ones((n, 1))])
+    iu = np.triu_indices(d + 1)
+    M = np.zeros((d + 1, d + 1))
+    M[iu] = (A.T @ A / n)[iu] + e_m
+    M = M + M.T - np.diag(np.diag(M))
+    mz = np.clip(M[:d, d], -1.0, 1.0)
+    lam, V = np.linalg.eigh(M[:d, :d] - np.outer(mz, mz))
+    lam = np.maximum(lam, sig_m * math.sqrt(d) + 1e-12)
+    W = (V / np.sqrt(lam)).T
+    U, cu, R = Z @ W.T, W @ mz, out.details["radius"]
+    du = np.linalg.norm(U - cu, axis=1)
+    u_est = (cu + (U - cu) * np.minimum(1.0, R / np.maximum(du, 1e-300))[:, None]).mean(axis=0) + e
+    assert np.allclose(out.estimate, center + half * ((V * np.sqrt(lam)) @ u_est), rtol=1e-7, atol=0)
 
 
 # --------------------------------------------------------------------------
