@@ -329,6 +329,41 @@ def raw_bounds_expected(des: Design, rho: float, spies):
     return [eps] * k, des.pub2 + Bf2, By, 0.1 * rho
 
 
+def raw_rows(data, facts, spies):
+    """adassp page, step 1, from the facts and the released bounds: intercept 1, public ranges clipped,
+    the free block scaled to norm <= B_f, y clipped to its range or to [-B_y, B_y]."""
+    X, y = data.X.copy(), data.y.copy()
+    b, dummies, free = facts.bounds, set(facts.dummies), []
+    for j, c in enumerate(facts.columns):
+        if c == "Intercept" and tuple(b.get(c, ())) == (1.0, 1.0):
+            X[:, j] = 1.0
+        elif c in dummies and tuple(b.get(c, ())) == (0.0, 1.0):
+            assert np.all((X[:, j] == 0) | (X[:, j] == 1))  # real one-hot data: enforce_structure leaves it
+        elif c in b:
+            X[:, j] = np.clip(X[:, j], *b[c])
+        else:
+            free.append(j)
+    i = 0
+    if free:
+        Bf = float(POSITIVE_GRID[spies.em[0].index])
+        nrm = np.linalg.norm(X[:, free], axis=1)
+        X[:, free] *= np.minimum(1.0, Bf / np.maximum(nrm, 1e-300))[:, None]
+        i = 1
+    if facts.outcome in b:
+        y = np.clip(y, *b[facts.outcome])
+    else:
+        By = float(POSITIVE_GRID[spies.em[i].index])
+        y = np.clip(y, -By, By)
+    return X, y
+
+
+def sym_upper(G, vals):
+    """Symmetric matrix from noisy upper-triangle (row-major) values."""
+    M = np.zeros_like(G)
+    M[np.triu_indices(G.shape[0])] = vals
+    return M + np.triu(M, 1).T
+
+
 @pytest.mark.parametrize("iid,eps,seed", RAW_CASES)
 def test_adassp_scales(iid, eps, seed, spies):
     out, rng, data, facts = run("linreg", "adassp", iid, eps, seed, spies)
@@ -346,6 +381,12 @@ def test_adassp_scales(iid, eps, seed, spies):
     # the lambda_min draw is N(0,1) times sigma_lambda: its charge B_x^4 / (2 sigma_lambda^2) must be the share
     lam_row = [row for row in out.ledger if row[0].startswith("lambda_min")]
     assert len(lam_row) == 1 and lam_row[0][1] == pytest.approx(B2**2 / (2 * s_l**2), rel=RTOL)
+    # the released statistics are those of the rows clipped to the bounds the sensitivities assume
+    Xc, yc = raw_rows(data, facts, spies)
+    _, e_xx, e_xy = noise_values(seed, rng)
+    G = Xc.T @ Xc
+    H = sym_upper(G, G[np.triu_indices(d)] + e_xx) + out.details["lambda"] * np.eye(d)
+    assert np.allclose(out.estimate, np.linalg.solve(H, Xc.T @ yc + e_xy), rtol=1e-6, atol=0)
 
 
 def replay(seed: int, rng: RecordingGenerator) -> list:
@@ -403,6 +444,12 @@ def test_ssp_scales(iid, eps, seed, spies):
     d = des.d
     check_draws(rng, [("normal", s_xx, d * (d + 1) // 2), ("normal", s_xy, d)])
     check_ledger(out, [e * e / 8 for e in em_eps] + [rho - spent], rho)
+    Xc, yc = raw_rows(data, facts, spies)
+    e_xx, e_xy = noise_values(seed, rng)
+    G = Xc.T @ Xc
+    w, V = np.linalg.eigh(sym_upper(G, G[np.triu_indices(d)] + e_xx))
+    theta = V @ ((V.T @ (Xc.T @ yc + e_xy)) / np.maximum(w, s_xx))  # eigenvalues raised to sigma_XX
+    assert np.allclose(out.estimate, theta, rtol=1e-6, atol=0)
 
 
 @pytest.mark.parametrize("iid,eps,seed", RAW_CASES)
@@ -415,6 +462,16 @@ def test_dpgd_every_step(iid, eps, seed, spies):
     sigma = gauss_sigma(2.0 * C, (rho - spent) / T)  # replace-one sensitivity 2C, T equal shares
     check_draws(rng, [("normal", sigma, des.d)] * T)
     check_ledger(out, [e * e / 8 for e in em_eps] + [(rho - spent) / T] * T, rho)
+    # every step: the clipped gradient sum of the rows scaled into the unit ball, plus its noise
+    Xc, yc = raw_rows(data, facts, spies)
+    Bx = math.sqrt(B2)
+    Z, u, theta, n = Xc / Bx, yc / By, np.zeros(des.d), data.n
+    assert np.all(np.linalg.norm(Z, axis=1) <= 1 + 1e-12) and np.all(np.abs(u) <= 1)
+    for e in noise_values(seed, rng):
+        G = Z * (Z @ theta - u)[:, None]
+        g = G.T @ np.minimum(1.0, C / np.maximum(np.linalg.norm(G, axis=1), 1e-300)) + e
+        theta = theta - g / n
+    assert np.allclose(out.estimate, theta * By / Bx, rtol=1e-6, atol=0)
 
 
 # --------------------------------------------------------------------------
@@ -427,6 +484,98 @@ STD_CASES = [("ab91_empluk_linreg", 1.0, 2), ("bh90_sleep_linreg", 10.0, 3)]
 def basis_expected(des: Design, rho_r: float):
     k = des.n_free + int(des.y_bounds is None)
     return (range_eps(k, rho_r), rho_r) if k else ([], 0.0)
+
+
+@dataclass
+class StdBasis:
+    Z: np.ndarray
+    u: np.ndarray
+    center: np.ndarray
+    half: np.ndarray
+    yc: float
+    yh: float
+    icpt: int | None
+    mask: np.ndarray  # released upper-triangle entries of Z'Z
+
+    def to_raw(self, theta):
+        beta = self.yh * theta / self.half
+        if self.icpt is not None:
+            j, others = self.icpt, np.arange(theta.size) != self.icpt
+            beta[j] = self.yh * theta[j] + self.yc - float(np.sum(self.center[others] * beta[others]))
+        return beta
+
+
+def _cell(j: int) -> tuple[float, float]:
+    g = lu.SIGNED_GRID
+    return (float(g[j - 1]) if j > 0 else -math.inf), float(g[j])
+
+
+def _cell_center(a: float, b: float) -> float:
+    return b if (not math.isfinite(a) or b == 0.0) else 0.5 * (a + b)
+
+
+def std_basis(data, facts, spies, q: float, k_sd: float = 3.0) -> StdBasis:
+    """adassp_std page, step 1-2, from the facts and the released ranges (median cell, deviation quantile)."""
+    from scipy.special import ndtri
+
+    X, y = data.X.copy(), data.y
+    n, d = X.shape
+    b, dummies = facts.bounds, set(facts.dummies)
+    icpt = next((j for j, c in enumerate(facts.columns) if c == "Intercept" and tuple(b.get(c, ())) == (1.0, 1.0)), None)
+    center, half = np.zeros(d), np.ones(d)
+    groups: dict[str, list[int]] = {}
+    box, free = [], []
+    for j, c in enumerate(facts.columns):
+        if j == icpt:
+            X[:, j] = 1.0
+        elif c in dummies and tuple(b.get(c, ())) == (0.0, 1.0):
+            groups.setdefault(re.sub(r"\[[^\]]*\]", "", c), []).append(j)
+        elif c in b:
+            lo, hi = map(float, b[c])
+            X[:, j] = np.clip(X[:, j], lo, hi)
+            box.append(j)
+            if icpt is not None:
+                center[j], half[j] = (hi + lo) / 2, ((hi - lo) / 2 if hi > lo else max(abs(hi), 1.0))
+            else:
+                half[j] = max(abs(lo), abs(hi))
+        else:
+            free.append(j)
+            box.append(j)
+    factor = k_sd / float(ndtri((1 + q) / 2))
+    calls = iter(spies.em)
+
+    def private_range():
+        med, sc = next(calls), next(calls)
+        assert med.size == lu.SIGNED_GRID.size and sc.size == POSITIVE_GRID.size
+        c = _cell_center(*_cell(med.index))
+        h = float(POSITIVE_GRID[sc.index]) * factor
+        return (c, h) if icpt is not None else (0.0, abs(c) + h)
+
+    for j in free:
+        center[j], half[j] = private_range()
+    if facts.outcome in b:
+        lo, hi = map(float, b[facts.outcome])
+        yc, yh = ((lo + hi) / 2, (hi - lo) / 2) if (icpt is not None and hi > lo) else (0.0, max(abs(lo), abs(hi)))
+    else:
+        yc, yh = private_range()
+    half = np.where(half > 0, half, 1.0)
+    Z = X.copy()
+    if icpt is not None:
+        Z -= np.outer(X[:, icpt], center)
+    Z /= half
+    Z[:, box] = np.clip(Z[:, box], -1.0, 1.0)
+    for g in groups.values():
+        assert np.all((Z[:, g] == 0) | (Z[:, g] == 1)) and np.all(Z[:, g].sum(axis=1) <= 1)
+    mask = np.triu(np.ones((d, d), dtype=bool))
+    for g in groups.values():
+        mask[np.ix_(g, g)] &= np.eye(len(g), dtype=bool)
+    return StdBasis(Z, np.clip((y - yc) / yh, -1.0, 1.0), center, half, yc, yh if yh > 0 else 1.0, icpt, mask)
+
+
+def sym_masked(G, mask, vals):
+    M = np.zeros_like(G)
+    M[mask] = vals
+    return M + np.triu(M, 1).T
 
 
 @pytest.mark.parametrize("iid,eps,seed", STD_CASES)
@@ -444,6 +593,13 @@ def test_adassp_std_scales(iid, eps, seed, spies):
     check_ledger(out, [e * e / 8 for e in em_eps] + [share] * 3, rho)
     lam_row = [row for row in out.ledger if row[0].startswith("lambda_min")]
     assert len(lam_row) == 1 and lam_row[0][1] == pytest.approx(D**2 / (2 * s_l**2), rel=RTOL)
+    B = std_basis(data, facts, spies, out.details["scale_q"])
+    assert np.all(np.sum(B.Z**2, axis=1) <= D + 1e-9)  # the geometry the sensitivities assume
+    _, e_xx, e_xy = noise_values(seed, rng)
+    G = B.Z.T @ B.Z
+    H = sym_masked(G, B.mask, G[B.mask] + e_xx) + out.details["lambda"] * np.eye(des.d)
+    theta = np.linalg.solve(H, B.Z.T @ B.u + e_xy)
+    assert np.allclose(out.estimate, B.to_raw(theta), rtol=1e-6, atol=0)
 
 
 @pytest.mark.parametrize("iid,eps,seed", STD_CASES)
@@ -456,6 +612,12 @@ def test_ssp_std_scales(iid, eps, seed, spies):
     s_xx, s_xy = joint_sigmas(D, D, 1.0, math.sqrt(2.0) / math.sqrt(D), rho - spent)
     check_draws(rng, [("normal", s_xx, des.n_released()), ("normal", s_xy, des.d)])
     check_ledger(out, [e * e / 8 for e in em_eps] + [rho - spent], rho)
+    B = std_basis(data, facts, spies, out.details["scale_q"])
+    e_xx, e_xy = noise_values(seed, rng)
+    G = B.Z.T @ B.Z
+    w, V = np.linalg.eigh(sym_masked(G, B.mask, G[B.mask] + e_xx))
+    theta = V @ ((V.T @ (B.Z.T @ B.u + e_xy)) / np.maximum(w, s_xx))
+    assert np.allclose(out.estimate, B.to_raw(theta), rtol=1e-6, atol=0)
 
 
 @pytest.mark.parametrize("iid,eps,seed", STD_CASES)
@@ -468,6 +630,14 @@ def test_dpgd_std_every_step(iid, eps, seed, spies):
     sigma = gauss_sigma(2.0, (rho - spent) / T)
     check_draws(rng, [("normal", sigma, des.d)] * T)
     check_ledger(out, [e * e / 8 for e in em_eps] + [(rho - spent) / T] * T, rho)
+    B = std_basis(data, facts, spies, out.details["scale_q"])
+    rD = math.sqrt(des.D)
+    Z, theta = B.Z / rD, np.zeros(des.d)
+    assert np.all(np.linalg.norm(Z, axis=1) <= 1 + 1e-12)
+    for e in noise_values(seed, rng):
+        Gr = Z * (Z @ theta - B.u)[:, None]
+        theta = theta - (Gr.T @ np.minimum(1.0, 1.0 / np.maximum(np.linalg.norm(Gr, axis=1), 1e-300)) + e) / data.n
+    assert np.allclose(out.estimate, B.to_raw(theta / rD), rtol=1e-6, atol=0)
 
 
 @pytest.mark.parametrize("iid,eps,seed", STD_CASES)
