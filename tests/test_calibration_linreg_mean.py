@@ -651,6 +651,10 @@ def test_sa_median_every_coordinate(iid, eps, seed, spies):
     assert all(c.size == lu.SIGNED_GRID.size for c in spies.em[len(em_eps):])
     check_draws(rng, [])
     check_ledger(out, [e * e / 8 for e in em_eps + med], rho)
+    # the release is the middle of each drawn median cell, mapped back to the raw columns
+    B = std_basis(data, facts, spies, out.details["scale_q"])
+    theta = np.array([_cell_center(*_cell(c.index)) for c in spies.em[len(em_eps):]])
+    assert np.allclose(out.estimate, B.to_raw(theta), rtol=1e-9, atol=0)
 
 
 @pytest.mark.parametrize("iid,eps,seed", STD_CASES + [("abadie03_401k_linreg", 3.0, 4)])
@@ -671,6 +675,29 @@ def test_dpnewton_every_stage(iid, eps, seed, spies):
     sigma = gauss_sigma(2.0 * C, rest / T)  # Newton steps: sensitivity 2C, T equal shares
     check_draws(rng, [("normal", s_xx, des.n_released()), ("normal", s_xx, d)] + [("normal", sigma, d)] * T)
     check_ledger(out, [e * e / 8 for e in em_eps] + [0.4 * rho, eps_c**2 / 8] + [rest / T] * T, rho)
+    # replay (dpnewton page, steps 2-6): the Gram and the Newton steps use the box-clipped rows, the steps clip at C
+    from scipy import linalg
+
+    B = std_basis(data, facts, spies, out.details["scale_q"], k_sd=out.details["k_sd"])
+    assert np.all(np.sum(B.Z**2, axis=1) <= D + 1e-9)
+    e_xx, e_xy, *steps = noise_values(seed, rng)
+    G = B.Z.T @ B.Z
+    lam = s_xx * math.sqrt(d)
+    assert out.details["ridge"] == pytest.approx(lam, rel=RTOL)
+    w, V = linalg.eigh(sym_masked(G, B.mask, G[B.mask] + e_xx))
+    w = np.maximum(w, 0.0) + lam
+    theta = V @ ((V.T @ (B.Z.T @ B.u + e_xy)) / w)
+    L = linalg.cholesky((V * w) @ V.T, lower=True)
+    W = linalg.solve_triangular(L, B.Z.T, lower=True).T
+    wn = np.linalg.norm(W, axis=1)
+    for e in steps:
+        r = B.u - B.Z @ theta
+        g = W.T @ (r * np.minimum(1.0, C / np.maximum(wn * np.abs(r), 1e-300))) + e
+        theta = theta + linalg.solve_triangular(L.T, g, lower=False)
+    if d >= 3:
+        v = L.T @ theta
+        theta = theta * max(0.0, 1.0 - (d - 2) * sigma**2 / float(v @ v))
+    assert np.allclose(out.estimate, B.to_raw(theta), rtol=1e-6, atol=0)
 
 
 def test_structure_of_the_test_instances():
