@@ -22,6 +22,11 @@ function is called; the spy only records). Then, per algorithm:
   the real mechanism picked ``argmax(eps * score / (2 k) + log base + Gumbel)``
   at the *charged* epsilon, so the temperature inside the mechanism is pinned
   as well.
+* **Scores.** Wrappers of the score-building functions (grid quantile, Smith's
+  median, widened median; pass-through, the real function runs) recompute the
+  scores and base measure from the function's inputs by the docs' definition;
+  the mechanism must receive exactly those (a score scaled by 2 is an epsilon
+  doubled).
 * **Noise.** Every Gaussian/Laplace scale actually drawn equals the
   sensitivity derived on the docs page, computed here independently from the
   public facts, the hyperparameters and the *released* intermediate values
@@ -40,10 +45,14 @@ What is not pinned independently, and why:
   depends on ``v_up``, a post-processing of the noisy variance iterates; it is
   read from ``details["variance_upper"]``. The CoinPress radius recursion, the
   variance stage and the mean ball are recomputed here.
-* The sensitivities of the score functions themselves (grid quantile,
-  Smith's median, widened median) are brute-forced in
-  ``test_alg_sce_mechanisms.py``; here the scores the algorithm passes are
-  taken as given.
+* The sensitivities of the score functions (grid quantile, Smith's median,
+  widened median) are brute-forced in ``test_alg_sce_mechanisms.py``; here the
+  scores are checked against their definition, not their sensitivity. The
+  widened score is checked as the code defines it, the distance of ``m/2`` to
+  ``[#{z < r - w}, #{z < r + w}]``; the docs page's ``max_{|s - r| <= w} u(s)``
+  is the same function except where tied values make ``#{z < s}`` jump over
+  ``m/2`` inside the window (there the code's score is 0 and the literal max
+  is not); the code's form is the one brute-forced to sensitivity 1.
 """
 
 from __future__ import annotations
@@ -57,7 +66,7 @@ import numpy as np
 import pytest
 
 import dpstats.algorithms._sce_utils as sce_utils
-import dpstats.mechanisms as mechanisms
+from dpstats import mechanisms
 from dpstats.algorithms import Decline, Release, get
 from dpstats.privacy import PrivacyLeakWarning, zcdp_rho
 from tests.noise_spy import RecordingGenerator
@@ -77,7 +86,7 @@ NOISE_PREFIXES = ("Laplace", "Gaussian", "CoinPress")
 
 
 def _geometric(lo: float, hi: float, per_octave: int) -> np.ndarray:
-    k = int(math.ceil(math.log2(hi / lo) * per_octave)) + 1
+    k = math.ceil(math.log2(hi / lo) * per_octave) + 1
     return lo * 2.0 ** (np.arange(k) / per_octave)
 
 
@@ -125,6 +134,7 @@ class EMCall:
     log_base: np.ndarray | None
     gumbel: np.ndarray
     index: int
+    scores_checked: bool
 
     @property
     def temperature(self) -> float:
@@ -140,10 +150,16 @@ class EMCall:
 
 
 class EMSpy:
-    """Records each exponential mechanism, then returns what the real one returns."""
+    """Records each exponential mechanism, then returns what the real one returns.
+
+    The wrappers of the score-building functions push the scores (and base
+    measure) the docs define, computed here from the function's inputs; the
+    next mechanism call must receive exactly those.
+    """
 
     def __init__(self) -> None:
         self.calls: list[EMCall] = []
+        self.expected: list[tuple[np.ndarray, np.ndarray | None]] = []
 
     def __call__(self, scores, epsilon, sensitivity, rng, log_base=None, monotone=False):
         state = copy.deepcopy(rng.bit_generator.state)
@@ -151,20 +167,86 @@ class EMSpy:
         twin = np.random.Generator(np.random.PCG64())
         twin.bit_generator.state = state
         scores = np.array(scores, dtype=float)
+        base = None if log_base is None else np.array(log_base, dtype=float)
+        checked = False
+        if self.expected:
+            exp_scores, exp_base = self.expected.pop(0)
+            np.testing.assert_array_equal(scores, exp_scores, err_msg="scores differ from the docs' definition")
+            if exp_base is None:
+                assert base is None
+            else:
+                np.testing.assert_allclose(base, exp_base, rtol=1e-12, atol=0)
+            checked = True
         self.calls.append(EMCall(
-            float(epsilon), float(sensitivity), bool(monotone), scores,
-            None if log_base is None else np.array(log_base, dtype=float),
-            twin.gumbel(size=scores.size), int(idx),
+            float(epsilon), float(sensitivity), bool(monotone), scores, base,
+            twin.gumbel(size=scores.size), int(idx), checked,
         ))
         return idx
 
 
+def _grid_scores(x, q, grid):
+    """Docs: cell (g_{j-1}, g_j], r = max(1, ceil(q m)), c(g) = #{x <= g}: -max(0, c(g_{j-1}) - r + 1, r - c(g_j))."""
+    x = np.asarray(x, dtype=float).reshape(-1)
+    r = max(1, math.ceil(q * x.size))
+    c = (x[:, None] <= np.asarray(grid)[None, :]).sum(axis=0).astype(float)
+    c_prev = np.concatenate([[0.0], c[:-1]])
+    return -np.maximum(0.0, np.maximum(c_prev - r + 1, r - c))
+
+
+def _lengths_log(edges):
+    with np.errstate(divide="ignore"):
+        return np.log(np.diff(edges))
+
+
+def _smith(x, lo, hi, q):
+    """Docs: intervals between the sorted clipped values, score -|i - q m|, base measure their lengths."""
+    z = np.sort(np.clip(np.asarray(x, dtype=float).reshape(-1), lo, hi))
+    return -np.abs(np.arange(z.size + 1) - q * z.size), _lengths_log(np.concatenate([[lo], z, [hi]]))
+
+
+def _widened(x, lo, hi, width):
+    """Smith's score widened by ``width`` (distance of m/2 to the ranks reachable within ``width``)."""
+    z = np.sort(np.clip(np.asarray(x, dtype=float).reshape(-1), lo, hi))
+    edges = np.unique(np.concatenate([[lo, hi], z, np.clip(z - width, lo, hi), np.clip(z + width, lo, hi)]))
+    mid = 0.5 * (edges[:-1] + edges[1:])
+    a = (z[None, :] < (mid - width)[:, None]).sum(axis=1)
+    b = (z[None, :] < (mid + width)[:, None]).sum(axis=1)
+    half = z.size / 2.0
+    dist = np.maximum(0.0, np.maximum(a - half, half - b))
+    return -dist, _lengths_log(edges)
+
+
 @pytest.fixture
 def spy(monkeypatch):
+    from dpstats import algorithms
+
+    algorithms._load_builtin()
     s = EMSpy()
     monkeypatch.setattr(sce_utils, "exponential_mechanism", s)
     monkeypatch.setattr(mechanisms, "exponential_mechanism", s)
-    return s
+    real_gqi = sce_utils.grid_quantile_index
+    real_pmi = sce_utils.private_median_interval
+    real_pwm = sce_utils.private_widened_median
+
+    def gqi(x, q, grid, epsilon, rng):
+        s.expected.append((_grid_scores(x, q, grid), None))
+        return real_gqi(x, q, grid, epsilon, rng)
+
+    def pmi(x, lo, hi, epsilon, rng, q=0.5):
+        s.expected.append(_smith(x, lo, hi, q))
+        return real_pmi(x, lo, hi, epsilon, rng, q=q)
+
+    def pwm(x, lo, hi, width, epsilon, rng):
+        s.expected.append(_widened(x, lo, hi, width))
+        return real_pwm(x, lo, hi, width, epsilon, rng)
+
+    monkeypatch.setattr(sce_utils, "grid_quantile_index", gqi)
+    for mod in [sce_utils] + [m for k, m in sorted(vars(algorithms).items()) if k.startswith("sce_")]:
+        for name, wrapper in (("private_median_interval", pmi), ("private_widened_median", pwm)):
+            if hasattr(mod, name):
+                monkeypatch.setattr(mod, name, wrapper)
+    yield s
+    assert not s.expected, "a score was built but no exponential mechanism ran on it"
 
 
 # --------------------------------------------------------------------------
@@ -237,15 +319,12 @@ def _check_ems(out, rng, spy, em_sens=None):
         factor = _charged_eps(row) / (2.0 * k)
         assert call.temperature == pytest.approx(factor, rel=RTOL), (row, call.epsilon, call.sensitivity)
         assert call.replay(factor) == call.index, row
+        assert call.scores_checked, ("scores not checked against the docs", row)
     return ems, noise
 
 
 def _costs(rows):
     return [r[1] for r in rows]
-
-
-def _scale(draw) -> float:
-    return draw.scale
 
 
 # --------------------------------------------------------------------------
@@ -280,7 +359,7 @@ def test_sa_coef_winsorized(corpus, spy, iid, eps, seed):
     lo, hi = _interval(spy.calls[0].index, spy.calls[1].index, SYM_GRID, 1.0)
     (draw,) = rng.noise()
     assert draw.method == "laplace" and draw.count == 1
-    assert _scale(draw) == pytest.approx((hi - lo) / noise[0][1], rel=RTOL)
+    assert draw.scale == pytest.approx((hi - lo) / noise[0][1], rel=RTOL)
 
 
 @pytest.mark.parametrize("iid,eps,seed", SA_CASES)
@@ -296,8 +375,8 @@ def test_fwl_blocks(corpus, spy, iid, eps, seed):
     C_D = 2.0 * BLOCK_GRID[spy.calls[4].index]
     d_R, d_D = rng.noise()
     assert d_R.method == d_D.method == "laplace" and d_R.count == d_D.count == 1
-    assert _scale(d_R) == pytest.approx(2.0 * C_R / noise[0][1], rel=RTOL)  # sensitivity 2 C_R
-    assert _scale(d_D) == pytest.approx(C_D / noise[1][1], rel=RTOL)  # sensitivity C_D
+    assert d_R.scale == pytest.approx(2.0 * C_R / noise[0][1], rel=RTOL)  # sensitivity 2 C_R
+    assert d_D.scale == pytest.approx(C_D / noise[1][1], rel=RTOL)  # sensitivity C_D
 
 
 # --------------------------------------------------------------------------
@@ -335,7 +414,7 @@ def test_noisystats(corpus, spy, iid, eps, seed):
     draws = rng.noise()
     assert [d.method for d in draws] == ["laplace", "laplace"]
     for d, row in zip(draws, noise):
-        assert _scale(d) == pytest.approx(sens / row[1], rel=RTOL)
+        assert d.scale == pytest.approx(sens / row[1], rel=RTOL)
 
 
 @pytest.mark.parametrize("k", [1, 2])
@@ -388,7 +467,7 @@ def _stage1(facts, use_bounds=False):
     return weighted, controls, names, sum(private)
 
 
-def _gram_checks(facts, rho, ems, noise, spy, rng, m, n_cols, g_share):
+def _gram_checks(rho, ems, noise, spy, rng, m, n_cols, g_share):
     n1 = 2 * m + 1
     assert _costs(ems[:n1]) == pytest.approx([0.25 * rho / n1] * n1, rel=RTOL)
     # the row-norm bound B is the upper edge of the cell the last stage-1 mechanism picked
@@ -401,7 +480,7 @@ def _gram_checks(facts, rho, ems, noise, spy, rng, m, n_cols, g_share):
     delta_G = math.sqrt(4.0 * B**2 + 2.0 * B**4)  # docs: first row s - s', rest ss' - s's'
     gram = rng.noise()[0]
     assert gram.method == "normal" and gram.count == (n_cols + 1) ** 2  # (1, controls, x, y), upper triangle used
-    assert _scale(gram) == pytest.approx(delta_G / math.sqrt(2.0 * gram_row[1]), rel=RTOL)
+    assert gram.scale == pytest.approx(delta_G / math.sqrt(2.0 * gram_row[1]), rel=RTOL)
     return B
 
 
@@ -430,7 +509,7 @@ def test_fwl_score(corpus, spy, iid, eps, seed, use_bounds):
     weighted, controls, names, m = _stage1(facts, use_bounds)
     # docs: the Gram's 40% is scaled by (d - 1)/4 below d = 5
     g_share = 0.4 * min(1.0, (facts.d - 1) / 4.0)
-    _gram_checks(facts, rho, ems, noise, spy, rng, m, len(names), g_share)
+    _gram_checks(rho, ems, noise, spy, rng, m, len(names), g_share)
     # stage 2: private clips from grid quantiles sharing 5% of rho, only for what needs them
     need_x, need_y = _needs(facts, controls, weighted)
     n1, n_need = 2 * m + 1, need_x + need_y
@@ -449,11 +528,11 @@ def test_fwl_score(corpus, spy, iid, eps, seed, use_bounds):
     d_S, d_T = rng.noise()[1:]
     assert d_S.method == d_T.method == "normal" and d_S.count == d_T.count == 1
     # docs: S moves by at most 2 C_u C_v, T by at most C_u^2
-    assert _scale(d_S) == pytest.approx(2.0 * C_u * C_v / math.sqrt(2.0 * s_row[1]), rel=RTOL)
-    assert _scale(d_T) == pytest.approx(C_u**2 / math.sqrt(2.0 * t_row[1]), rel=RTOL)
+    assert d_S.scale == pytest.approx(2.0 * C_u * C_v / math.sqrt(2.0 * s_row[1]), rel=RTOL)
+    assert d_T.scale == pytest.approx(C_u**2 / math.sqrt(2.0 * t_row[1]), rel=RTOL)
 
 
-def _check_pairs_stage(facts, rho, ems, spy, n1):
+def _check_pairs_stage(rho, ems, spy, n1):
     """Docs: two grid quantiles (ranges of |u| and |w|) sharing 5% of rho."""
     calls = spy.calls[n1:n1 + 2]
     assert all(c.scores.size == POS_GRID.size for c in calls)
@@ -467,10 +546,10 @@ def test_noisystats_fwl(corpus, spy, iid, eps, seed):
     ems, noise = _check_ems(out, rng, spy)
     rho = zcdp_rho(eps, DELTA)
     _, _, names, m = _stage1(facts)
-    _gram_checks(facts, rho, ems, noise, spy, rng, m, len(names), 0.4)  # docs: same shares as fwl_score, unscaled
+    _gram_checks(rho, ems, noise, spy, rng, m, len(names), 0.4)  # docs: same shares as fwl_score, unscaled
     n1 = 2 * m + 1
     assert len(ems) == n1 + 2
-    _check_pairs_stage(facts, rho, ems, spy, n1)
+    _check_pairs_stage(rho, ems, spy, n1)
     # docs: two Laplace mechanisms at eps_L (eps_L^2/2 each) share the remaining 30%
     lap = noise[1:]
     assert _costs(lap) == pytest.approx([0.15 * rho] * 2, rel=RTOL)
@@ -478,7 +557,7 @@ def test_noisystats_fwl(corpus, spy, iid, eps, seed):
     draws = rng.noise()[1:]
     assert [d.method for d in draws] == ["laplace", "laplace"]
     for d, row in zip(draws, lap):
-        assert _scale(d) == pytest.approx(sens / math.sqrt(2.0 * row[1]), rel=RTOL)
+        assert d.scale == pytest.approx(sens / math.sqrt(2.0 * row[1]), rel=RTOL)
 
 
 @pytest.mark.parametrize("iid,eps,seed", FWL_CASES)
@@ -488,10 +567,10 @@ def test_theilsen_fwl(corpus, spy, iid, eps, seed):
     ems, noise = _check_ems(out, rng, spy)
     rho = zcdp_rho(eps, DELTA)
     _, _, names, m = _stage1(facts)
-    _gram_checks(facts, rho, ems, noise, spy, rng, m, len(names), 0.4)
+    _gram_checks(rho, ems, noise, spy, rng, m, len(names), 0.4)
     n1 = 2 * m + 1
     assert len(ems) == n1 + 3 and len(noise) == 1
-    _check_pairs_stage(facts, rho, ems, spy, n1)
+    _check_pairs_stage(rho, ems, spy, n1)
     # docs: Smith's median of the matched slopes (one pair per row: sensitivity 1) takes the remaining 30%
     assert ems[-1][1] == pytest.approx(0.3 * rho, rel=RTOL)
 
@@ -518,7 +597,7 @@ def test_blb_coinpress(corpus, spy, iid, eps, seed):
     ems, noise = _check_ems(out, rng, spy)
     rho = zcdp_rho(eps, DELTA)
     # defaults: subsets of >= 3 d + 10 rows; 10 resamples; t = 5 steps each; beta = 0.1 split in half; 100x
-    k = facts.n // int(math.ceil(3 * facts.d + 10))
+    k = facts.n // math.ceil(3 * facts.d + 10)
     t, over, r_sims = 5, 100.0, 10
     # prior balls: three grid quantiles sharing 20% of rho
     assert _costs(ems) == pytest.approx([0.2 * rho / 3] * 3, rel=RTOL)
@@ -539,4 +618,4 @@ def test_blb_coinpress(corpus, spy, iid, eps, seed):
     # mean stage, in units of sqrt(k v_up)
     r_mean = mean_r / math.sqrt(k * out.details["variance_upper"])
     sds_mean = _coinpress_sds(r_mean, k, _costs(noise[t:]), _schedule(0.05, t))
-    assert [_scale(d) for d in draws] == pytest.approx(sds_var + sds_mean, rel=RTOL)
+    assert [d.scale for d in draws] == pytest.approx(sds_var + sds_mean, rel=RTOL)
