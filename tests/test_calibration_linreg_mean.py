@@ -17,7 +17,11 @@ algorithm's calibration helpers, what the algorithm's docs page
   (bounded range, Cesar and Rogers 2021) -- so the number of exponential
   mechanisms run equals the number of exponential-mechanism ledger entries;
 * the ledger has exactly one entry per mechanism, with the expected cost, and
-  sums to ``zcdp_rho(epsilon, delta)``.
+  sums to ``zcdp_rho(epsilon, delta)``;
+* the release itself is recomputed from the data clipped to the documented
+  bounds (or box, ball, basis) and the recorded noise, replayed on a fresh
+  ``default_rng(seed)``: the rows are clipped to the geometry the
+  sensitivities were computed for, and the noise drawn is the noise added.
 
 Halving a sensitivity, doubling an epsilon share or dropping a charge in any
 of these algorithms makes one of these comparisons fail (rtol 1e-9).
