@@ -313,6 +313,11 @@ def _check_ems(out, rng, spy, em_sens=None):
     assert len(spy.calls) == len(ems), ([c.epsilon for c in spy.calls], ems)
     assert len(gumbels) == len(spy.calls), "an exponential mechanism bypassed the spy"
     assert len(rng.noise()) == len(noise), (rng.noise(), noise)
+    # every other draw is data-independent randomness: partitions, matchings, resample counts, and the
+    # uniform point inside the interval a continuous (Smith / widened) mechanism picked
+    others = {d.method for d in rng.draws} - {"gumbel", "normal", "standard_normal", "laplace"}
+    assert others <= {"permutation", "multinomial", "uniform"}, others
+    assert len(rng.of("uniform")) == sum(c.log_base is not None for c in spy.calls)
     em_sens = em_sens or [1.0] * len(ems)
     for call, g, row, k in zip(spy.calls, gumbels, ems, em_sens):
         assert g.count == call.scores.size
