@@ -277,6 +277,7 @@ def _run(name, data, facts, eps, seed, **params):
         warnings.simplefilter("error", PrivacyLeakWarning)  # standard entries only
         out = get("sce", name)(**params).run(data, facts, eps, DELTA, rng)
     assert isinstance(out, (Release, Decline))
+    _check_total(out, eps)
     return out, rng
 
 
@@ -291,6 +292,26 @@ def _split(out):
         else:
             raise AssertionError(f"ledger entry of unknown kind: {row!r}")
     return ems, noise
+
+
+def _cks_epsilon(rho: float, delta: float) -> float:
+    """Canonne, Kamath, Steinke (2020), Prop. 12, minimised over a fine grid of alpha (independent of privacy.py)."""
+    a = 1.0 + np.exp(np.linspace(-20.0, 30.0, 400001))
+    vals = a * rho + np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1.0)
+    return float(np.min(vals))
+
+
+def _check_total(out, eps):
+    """The ledger spends exactly the budget: epsilon (pure DP), or the rho that converts back to it (zCDP)."""
+    assert (out.epsilon, out.delta) == (eps, DELTA) or isinstance(out, Decline)
+    units = {row[2] for row in out.ledger}
+    total = sum(row[1] for row in out.ledger)
+    assert len(units) == 1, units
+    if units == {"epsilon"}:
+        assert total == pytest.approx(eps, rel=RTOL)
+    else:
+        assert units == {"rho"}
+        assert _cks_epsilon(total, DELTA) == pytest.approx(eps, rel=1e-6)
 
 
 def _charged_eps(row) -> float:
