@@ -645,3 +645,20 @@ def test_blb_coinpress(corpus, spy, iid, eps, seed):
     r_mean = mean_r / math.sqrt(k * out.details["variance_upper"])
     sds_mean = _coinpress_sds(r_mean, k, _costs(noise[t:]), _schedule(0.05, t))
     assert [d.scale for d in draws] == pytest.approx(sds_var + sds_mean, rel=RTOL)
+
+
+# --------------------------------------------------------------------------
+# coverage of the roster
+# --------------------------------------------------------------------------
+
+COVERED = {"sa_coef_median", "sa_coef_winsorized", "fwl_blocks", "noisystats", "theilsen_match", "theilsen_wide",
+           "fwl_score", "noisystats_fwl", "theilsen_fwl", "blb_coinpress"}
+
+
+def test_every_standard_sce_native_is_pinned_here():
+    """A new standard sce algorithm of our own (not a wrapped linreg one) needs its calibration test here."""
+    from dpstats.algorithms import list_algorithms
+
+    natives = {a.name for a in list_algorithms("sce", interpretation="standard")
+               if not hasattr(a, "wraps") and a.__module__.startswith("dpstats.algorithms.sce_")}
+    assert natives == COVERED
