@@ -178,9 +178,21 @@ def test_cross_check_jax_privacy(scores):
     t = aud._thresholds
     ours = epsilon_clopper_pearson_scores(inn, out, delta=1e-6, thresholds=t).epsilon
     assert ours == pytest.approx(aud.epsilon_clopper_pearson(0.05, 1e-6, one_sided=False), rel=1e-9)
+    # GDP: jax-privacy takes |mu| over all thresholds, which for thresholds worse than random guessing uses
+    # the wrong side of the intervals (see test_gdp_bound_of_a_reversed_test_is_zero...); on these scores
+    # (mu = 1) it picks such a threshold, so it is larger than ours; both stay below the truth here
     ours = epsilon_gdp_scores(inn, out, delta=1e-6, thresholds=t).epsilon
-    assert ours == pytest.approx(aud.epsilon_from_gdp(0.05, 1e-6), abs=1e-5)
-    assert ours > 0.5  # a real signal, so the comparison is not 0 == 0
+    theirs = aud.epsilon_from_gdp(0.05, 1e-6)
+    assert 0.5 < ours < theirs < epsilon_from_gdp(1.0, 1e-6)
+    mu_pos = epsilon_gdp_scores(inn, out, delta=1e-6, thresholds=t).details["mu_lower"]
+    assert 0 < mu_pos < 1.0
+    # where the best threshold is a valid-direction one the two agree
+    rng = np.random.default_rng(2024)
+    inn2, out2 = rng.normal(2.0, 1.0, 3000), rng.normal(0.0, 1.0, 2500)
+    aud2 = auditing.CanaryScoreAuditor(inn2, out2)
+    ours2 = epsilon_gdp_scores(inn2, out2, delta=1e-6, thresholds=aud2._thresholds).epsilon
+    assert ours2 == pytest.approx(aud2.epsilon_from_gdp(0.05, 1e-6), abs=1e-5)
+    assert ours2 < epsilon_from_gdp(2.0, 1e-6)
 
 
 def test_cross_check_privacy_estimates(scores):
@@ -193,3 +205,12 @@ def test_cross_check_privacy_estimates(scores):
         ours = epsilon_lower_bound(tp, inn.size, fp, out.size, delta=1e-6, confidence=0.95, split=True).epsilon
         assert ours == pytest.approx(theirs, rel=1e-6, abs=1e-9)
         assert ours > 0
+
+
+def test_gdp_bound_of_a_reversed_test_is_zero_not_its_absolute_value():
+    # a test worse than random guessing at extreme rates: |mu| from upper bounds would claim mu > 0.4,
+    # far above an honest Gaussian mechanism's mu = 0.22; the valid bound is 0
+    fpr_hi = float(clopper_pearson_upper(486, 495, 0.05 / 6))
+    fnr_hi = float(clopper_pearson_upper(4, 505, 0.05 / 6))
+    assert fpr_hi + fnr_hi > 1
+    assert gdp_mu_lower_bound(fpr_hi, fnr_hi) == 0.0

@@ -46,9 +46,13 @@ from .exposure import (
     summarize_exposure,
 )
 
+from .run import AuditResult, audit
+
 __all__ = [
-    "ASYMPTOTIC_BASELINES", "Bound", "clopper_pearson_lower", "clopper_pearson_upper",
+    "AuditResult", "audit", "ASYMPTOTIC_BASELINES", "Bound", "clopper_pearson_lower", "clopper_pearson_upper",
     "epsilon_clopper_pearson_scores", "epsilon_from_gdp", "epsilon_gdp_scores", "epsilon_lower_bound",
     "epsilon_one_run", "epsilon_one_run_scores", "exposure", "exposure_epsilon_bound", "extrapolated_exposure",
     "gdp_mu_lower_bound", "random_guessing_baseline", "ranks", "summarize_exposure", "zcdp_rho_lower_bound",
 ]
+
+from . import cli as _cli  # noqa: E402,F401  (registers ``dpstats audit``)

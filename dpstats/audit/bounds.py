@@ -259,11 +259,18 @@ def exposure_epsilon_bound(canary_losses, reference_losses, quantile: float = 0.
 
 
 def gdp_mu_lower_bound(fpr_upper, fnr_upper) -> float:
-    """``mu >= Phi^-1(1 - FPR) - Phi^-1(FNR)`` at upper bounds of both rates (Nasr et al. 2023); >= 0."""
+    """``mu >= Phi^-1(1 - FPR) - Phi^-1(FNR)`` at upper bounds of both rates (Nasr et al. 2023), clipped at 0.
+
+    jax-privacy 2.0 takes the absolute value instead, which for a test worse
+    than random guessing uses the wrong side of the confidence intervals; here
+    such a test gives 0 (reverse it by negating the scores).
+    """
     fpr = np.clip(np.asarray(fpr_upper, dtype=float), 1e-300, 1.0)
     fnr = np.clip(np.asarray(fnr_upper, dtype=float), 1e-300, 1.0)
-    mu = np.abs(-special.ndtri(fpr) - special.ndtri(fnr))  # Phi^-1(1 - FPR) - Phi^-1(FNR)
-    # |.|: a test worse than random guessing, reversed, is as good (mu is symmetric)
+    # Phi^-1(1 - FPR) - Phi^-1(FNR), clipped at 0. No absolute value: a test worse than random guessing,
+    # reversed, is as good, but its rate bounds are 1 - (the *lower* bounds), so |mu| computed from upper
+    # bounds would overstate the evidence; reverse the test (negate the scores) instead.
+    mu = np.maximum(-special.ndtri(fpr) - special.ndtri(fnr), 0.0)
     mu = np.where((fpr >= 1.0) | (fnr >= 1.0), 0.0, mu)
     return float(np.max(mu)) if mu.ndim else float(mu)
 
@@ -432,7 +439,7 @@ def _gdp_values(tp, n_pos, fp, n_neg, a, delta):
     fpr_hi = clopper_pearson_upper(fp, n_neg, a)
     fnr_hi = clopper_pearson_upper(n_pos - np.asarray(tp), n_pos, a)
     ok = np.maximum(fpr_hi, fnr_hi) < 1.0 - delta
-    mu = np.abs(-special.ndtri(np.clip(fpr_hi, 1e-300, 1)) - special.ndtri(np.clip(fnr_hi, 1e-300, 1)))
+    mu = np.maximum(-special.ndtri(np.clip(fpr_hi, 1e-300, 1)) - special.ndtri(np.clip(fnr_hi, 1e-300, 1)), 0.0)
     return np.where(ok, mu, 0.0)
 
 
