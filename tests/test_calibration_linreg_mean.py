@@ -86,7 +86,7 @@ POSITIVE_GRID = lu.POSITIVE_GRID
 # --------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def instance(iid: str):
     from dpstats.corpus import Corpus
 
@@ -416,7 +416,7 @@ def test_adassp_lambda_min_noise_scale(spies):
     eps, seed = 0.7, 8
     out, rng, data, facts = run("linreg", "adassp", "mvd95_did_linreg", eps, seed, spies)
     des, rho = design(facts), zcdp_rho(eps, DELTA)
-    em_eps, B2, By, spent = raw_bounds_expected(des, rho, spies)
+    em_eps, B2, _By, spent = raw_bounds_expected(des, rho, spies)
     assert des.n_free == 0 and B2 == 4.0 and len(em_eps) == 1
     lo, hi = prior_box_linreg(facts)
     assert np.all((data.X >= lo) & (data.X <= hi))
@@ -523,7 +523,7 @@ def std_basis(data, facts, spies, q: float, k_sd: float = 3.0) -> StdBasis:
     from scipy.special import ndtri
 
     X, y = data.X.copy(), data.y
-    n, d = X.shape
+    _n, d = X.shape
     b, dummies = facts.bounds, set(facts.dummies)
     icpt = next((j for j, c in enumerate(facts.columns) if c == "Intercept" and tuple(b.get(c, ())) == (1.0, 1.0)), None)
     center, half = np.zeros(d), np.ones(d)
@@ -720,7 +720,7 @@ def safe_distance(logv: np.ndarray, t: int, eps2: float, delta: float) -> int:
     """tukeyem page, step 3, by brute force: the largest k with some g >= 1 and
     V_{t-k-1} / V_{t+k+g+1} e^{-eps_2 g / 2} <= delta / (8 e^{eps_2}) (-1 if none); V_i = exp(logv[i-1])."""
     top, thr, best = logv.size, math.log(delta / (8 * math.exp(eps2))), -1
-    for k in range(0, t):
+    for k in range(t):
         if t - k - 1 < 1:
             break
         g = np.arange(1, top - (t + k + 1) + 1)
@@ -734,7 +734,7 @@ def safe_distance(logv: np.ndarray, t: int, eps2: float, delta: float) -> int:
 
 @pytest.mark.parametrize("eps,released", [(10.0, True), (0.3, False)])
 def test_tukeyem_laplace_and_restricted_mechanism(eps, released, spies):
-    out, rng, data, facts = run("linreg", "tukeyem", "star_k_linreg", eps, 5, spies)
+    out, rng, _data, _facts = run("linreg", "tukeyem", "star_k_linreg", eps, 5, spies)
     assert out.released == released
     check_draws(rng, [("laplace", 2.0 / eps, 1)])  # Lap(1/eps_1), eps_1 = eps/2
     assert out.details["threshold"] == pytest.approx(math.log(1 / (2 * DELTA)) / (eps / 2), rel=RTOL)
@@ -870,7 +870,7 @@ def test_coinpress_scaled_every_step(iid, eps, seed, spies):
 
 @pytest.mark.parametrize("iid,eps,seed", MEAN_CASES)
 def test_kv_clip_scales(iid, eps, seed, spies):
-    out, rng, data, facts = run("mean", "kv_clip", iid, eps, seed, spies)
+    out, rng, data, _facts = run("mean", "kv_clip", iid, eps, seed, spies)
     n, d = data.X.shape
     rho = zcdp_rho(eps, DELTA)
     eps0 = math.sqrt(8 * 0.5 * rho / (2 * d))  # 2d histogram draws share half of rho
@@ -905,7 +905,7 @@ def adaptive_ranges_expected(facts, r_share, rho):
 @pytest.mark.parametrize("iid,eps,seed", MEAN_CASES)
 def test_adaptive_clip_scales(iid, eps, seed, spies):
     out, rng, data, facts = run("mean", "adaptive_clip", iid, eps, seed, spies)
-    n, d = data.X.shape
+    n, _d = data.X.shape
     rho = zcdp_rho(eps, DELTA)
     em_eps, spent = adaptive_ranges_expected(facts, 0.5, rho)
     check_ems(out, spies, em_eps)
@@ -989,13 +989,13 @@ def test_adaptive_whiten_scales(iid, eps, seed, path, spies):
 
 
 def test_bhs_declines_below_its_sample_size_without_drawing(spies):
-    out, rng, data, facts = run("mean", "bhs_affine", "mean_abadie03_401k", 10.0, 0, spies)
+    out, rng, _data, _facts = run("mean", "bhs_affine", "mean_abadie03_401k", 10.0, 0, spies)
     assert not out.released and out.ledger == () and rng.draws == []
 
 
 def test_bhs_laplace_and_gaussian_scales(spies):
     eps, seed = 10.0, 7
-    out, rng, data, facts = run("mean", "bhs_affine", "mean_fetter13_ols", eps, seed, spies)
+    out, rng, data, _facts = run("mean", "bhs_affine", "mean_fetter13_ols", eps, seed, spies)
     n, d = data.X.shape
     ln = math.log(n)
     lam0 = 2 * (d + 2 * math.sqrt(d * ln) + 2 * ln)
