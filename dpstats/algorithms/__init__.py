@@ -22,15 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from dpstats.algorithms.base import (
-    INTERPRETATIONS,
-    TASKS,
-    Algorithm,
-    Decline,
-    Param,
-    Release,
-    TaskData,
-)
+from dpstats.algorithms.base import INTERPRETATIONS, TASKS, Algorithm, Decline, Param, Release, TaskData
 
 __all__ = [
     "Algorithm",
@@ -95,6 +87,7 @@ def coefficient_of(linreg_cls: type[Algorithm], name: str | None = None) -> type
             "summary": f"coefficient of interest from {linreg_cls.name} (linreg)",
             "defaults": dict(linreg_cls.defaults),
             "iterative": linreg_cls.iterative,
+            "public_details": dict(linreg_cls.public_details),  # the same details pass through
             "_run": _run,
             "__module__": linreg_cls.__module__,
             "__doc__": f"Single coefficient from :class:`{linreg_cls.__module__}.{linreg_cls.__name__}`.",

@@ -45,6 +45,7 @@ __all__ = [
     "Decline",
     "Outcome",
     "Algorithm",
+    "DETAIL_KINDS",
 ]
 
 TASKS = ("sce", "linreg", "mean")
@@ -112,6 +113,9 @@ class Decline:
 
 Outcome = Release | Decline
 
+#: Why a ``details`` key may be published (the start of every :attr:`Algorithm.public_details` reason).
+DETAIL_KINDS = ("released value", "public fact", "paid statistic")
+
 
 class Algorithm(ABC):
     """Base class of every private algorithm.
@@ -134,6 +138,19 @@ class Algorithm(ABC):
         Default hyperparameters with their sources.
     iterative : bool
         True for inherently iterative algorithms (gradient descent, EM).
+    public_details : mapping of str to str
+        The allow-list of ``details`` keys: every key the algorithm may put in
+        the ``details`` of a :class:`Release` or :class:`Decline`, mapped to
+        why publishing it reveals nothing beyond the release. Each reason
+        starts with one of :data:`DETAIL_KINDS` and a colon:
+        ``"released value: ..."`` (a function of the released estimate),
+        ``"public fact: ..."`` (n, d, names, bounds, hyperparameters, the
+        budget: equal on neighbouring data sets) or ``"paid statistic: ..."``
+        (the output of a mechanism in the ledger, or post-processing of such
+        outputs and public facts), naming in backquotes the ledger entries
+        (or the start of their names) that paid for it. A key not listed must
+        not appear; ``tests/test_details_allowlist.py`` checks every
+        registered algorithm.
     """
 
     name: ClassVar[str] = ""
@@ -143,6 +160,7 @@ class Algorithm(ABC):
     summary: ClassVar[str] = ""
     defaults: ClassVar[dict[str, Param]] = {}
     iterative: ClassVar[bool] = False
+    public_details: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, **params: Any) -> None:
         unknown = sorted(set(params) - set(self.defaults))

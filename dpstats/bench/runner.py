@@ -26,6 +26,15 @@ Presets
     instance of each task of each study, epsilon in {1, 10}, 3 trials, every
     algorithm. Options given explicitly override a preset's values.
 
+Secure mode
+-----------
+``--secure`` (``BenchConfig.secure``) draws every trial's Gaussian and Laplace
+noise with OpenDP's samplers (:class:`~dpstats.privacy.randomness.SecureGenerator`) instead
+of ``numpy.random.default_rng(seed)``: the seed then only numbers the trial,
+and the trials are not reproducible bit for bit. The flag is stored with the
+run (``runs.config``) and with the results file (``meta``), and a file holds
+secure trials or ordinary ones, never both.
+
 Examples
 --------
 Run the protocol on the public corpus with 2 local workers, then resume it
@@ -145,6 +154,8 @@ class BenchConfig:
         Per-trial limits (default 60 s and 4096 MB).
     progress : bool or None
         Progress bar (default: when stderr is a terminal).
+    secure : bool
+        Draw the noise with OpenDP's samplers (see :mod:`dpstats.privacy.randomness`).
     """
 
     corpus: str | None = None
@@ -161,6 +172,7 @@ class BenchConfig:
     time_limit: float | None = None
     memory_mb: float | None = None
     progress: bool | None = None
+    secure: bool = False
 
 
 @dataclass(frozen=True)
@@ -339,10 +351,11 @@ def select_instances(corpus: Corpus, tasks: Sequence[str], ids: Sequence[str] | 
 
 def make_plan(corpus: Corpus, algorithms: Sequence[Selected], instances: Sequence[InstanceSpec],
               epsilons: Sequence[float], delta: float, trials: int,
-              stored: set[tuple[str, str, str, float, float, int]] | None = None) -> Plan:
+              stored: set[tuple[str, str, str, float, float, int]] | None = None, secure: bool = False) -> Plan:
     """All trials, grouped into jobs, minus the stored ones.
 
-    Jobs are ordered by instance (corpus order), then algorithm, then epsilon.
+    Jobs are ordered by instance (corpus order), then algorithm, then epsilon;
+    ``secure`` marks every job secure (:attr:`dpstats.bench.trial.Job.secure`).
     """
     stored = stored or set()
     root = str(corpus.root.resolve())
@@ -365,7 +378,7 @@ def make_plan(corpus: Corpus, algorithms: Sequence[Selected], instances: Sequenc
                     else:
                         todo.append((float(eps), float(delta), seed))
                 if todo:
-                    jobs.append(Job(sel.ref, root, spec.id, tuple(todo)))
+                    jobs.append(Job(sel.ref, root, spec.id, tuple(todo), secure=bool(secure)))
     return Plan(corpus, list(algorithms), list(instances), tuple(float(e) for e in epsilons), float(delta), trials,
                 jobs, planned, skipped)
 
@@ -503,7 +516,8 @@ def plan_bench(config: BenchConfig, store: Store | None = None) -> Plan:
     corpus, tasks, eps, delta, trials, per_study, _, _ = _resolve(config)
     algos = select_algorithms(config.algorithms, tasks)
     specs = select_instances(corpus, tasks, config.instances, per_study)
-    return make_plan(corpus, algos, specs, eps, delta, trials, store.stored_keys() if store else None)
+    return make_plan(corpus, algos, specs, eps, delta, trials, store.stored_keys() if store else None,
+                     secure=config.secure)
 
 
 def run_bench(config: BenchConfig, out: Any = None) -> BenchSummary:
@@ -537,15 +551,22 @@ def run_bench(config: BenchConfig, out: Any = None) -> BenchSummary:
     if workers < 1:
         raise ValueError("workers must be at least 1")
     root = str(corpus.root.resolve())
+    if config.secure:
+        from dpstats.bench.secure import require_opendp
+
+        require_opendp()  # fail here, not in every trial
     store = Store(config.results)
     try:
         store.bind_corpus(corpus.name, root, corpus.is_public)
+        store.bind_secure(config.secure)
         for sel in algos:
             store.add_algorithm(sel.cls.metadata(), sel.ref.ref, sel.source)
-        plan = make_plan(corpus, algos, specs, eps, delta, trials, store.stored_keys())
+        plan = make_plan(corpus, algos, specs, eps, delta, trials, store.stored_keys(), secure=config.secure)
+        rng_desc = ("dpstats.privacy.randomness.SecureGenerator() (OpenDP noise, fresh entropy; the seed numbers the trial)"
+                    if config.secure else "numpy.random.default_rng(seed)")
         run_config = {
             "preset": preset.name, "tasks": tasks, "epsilons": list(eps), "delta": delta, "trials": trials,
-            "seeds": f"0..{trials - 1}", "rng": "numpy.random.default_rng(seed)",
+            "seeds": f"0..{trials - 1}", "rng": rng_desc, "secure": bool(config.secure),
             "algorithms": [f"{s.ref.task}:{s.ref.name}" for s in algos], "algorithm_refs": [s.ref.ref for s in algos],
             "instances": [s.id for s in specs], "time_limit": limits.time, "memory_mb": limits.memory_mb,
             "workers": None if config.dask else workers, "dask": config.dask, "argv": sys.argv,
@@ -556,7 +577,7 @@ def run_bench(config: BenchConfig, out: Any = None) -> BenchSummary:
         print(f"dpstats bench: {total} trials to run, {plan.skipped} of {plan.planned} already stored; "
               f"{len(algos)} algorithms, {len(specs)} instances of corpus {corpus.name!r}, epsilon "
               f"{', '.join(f'{e:g}' for e in eps)}, {trials} trials; {where}; limits {limits.time:g} s, "
-              f"{limits.memory_mb:g} MB", file=out, flush=True)
+              f"{limits.memory_mb:g} MB{'; secure noise (OpenDP)' if config.secure else ''}", file=out, flush=True)
         bar = config.progress if config.progress is not None else bool(getattr(out, "isatty", lambda: False)())
         progress = _Progress(total, bar, out)
         counts: Counter[str] = Counter()

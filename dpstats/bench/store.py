@@ -219,6 +219,30 @@ class Store:
             self.con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                                  [("corpus_name", name), ("corpus_path", path), ("corpus_public", str(bool(public)))])
 
+    def bind_secure(self, secure: bool) -> None:
+        """Record whether the file's trials draw their noise securely (``dpstats bench --secure``).
+
+        A file holds secure trials or ordinary (seeded, reproducible) ones,
+        never both; a file with trials but no record holds ordinary ones.
+
+        Raises
+        ------
+        StoreMismatch
+            The file holds trials of the other kind.
+        """
+        row = self.con.execute("SELECT value FROM meta WHERE key = 'secure'").fetchone()
+        if row is None:
+            old = "False" if self.count() else None
+        else:
+            old = row[0]
+        if old is not None and old != str(bool(secure)):
+            kind = "secure (OpenDP noise)" if old == "True" else "ordinary (seeded numpy noise)"
+            raise StoreMismatch(f"{self.path} holds {kind} trials; a run with secure={bool(secure)} "
+                                "needs another --results file")
+        if row is None:
+            with self.con:
+                self.con.execute("INSERT OR REPLACE INTO meta VALUES ('secure', ?)", (str(bool(secure)),))
+
     # -- runs ------------------------------------------------------------
     def start_run(self, corpus_name: str, corpus_path: str, public: bool, config: Mapping[str, Any],
                   planned: int, skipped: int) -> int:
@@ -358,7 +382,7 @@ def _open_existing(path: str | os.PathLike[str]) -> sqlite3.Connection:
 
 
 def read_meta(path: str | os.PathLike[str]) -> dict[str, str]:
-    """The ``meta`` table (schema version, corpus name, path and public flag)."""
+    """The ``meta`` table (schema version, corpus name, path and public flag; ``secure``: OpenDP noise or not)."""
     con = _open_existing(path)
     try:
         return dict(con.execute("SELECT key, value FROM meta").fetchall())

@@ -42,6 +42,13 @@ machine runs it, and in whatever order. This is the convention of the public
 hand. (Every algorithm sees the same seeds 0..N-1: common random numbers,
 which is harmless for comparisons between algorithms.)
 
+A *secure* job (``Job.secure``, ``dpstats bench --secure``) gives each trial a
+fresh :class:`~dpstats.privacy.randomness.SecureGenerator` instead: its Gaussian and
+Laplace noise comes from OpenDP's samplers and everything else from fresh
+operating-system entropy, so the seed only numbers the trial and secure
+trials are not reproducible bit for bit (a trial run again after a worker
+crash gives another, equally distributed release).
+
 Limits
 ------
 Each worker process runs the trials of a job one after the other. Before each
@@ -214,12 +221,17 @@ class Job:
     instance : str
     trials : tuple of tuple
         The trials, as ``(epsilon, delta, seed)`` triples.
+    secure : bool
+        Draw each trial's noise with a :class:`~dpstats.privacy.randomness.SecureGenerator`
+        (OpenDP's samplers, fresh entropy) instead of ``default_rng(seed)``;
+        ``seed`` then only numbers the trial.
     """
 
     algorithm: AlgorithmRef
     corpus: str
     instance: str
     trials: tuple[tuple[float, float, int], ...]
+    secure: bool = False
 
     def tail(self, start: int) -> "Job":
         """The job from trial ``start`` on."""
@@ -351,7 +363,7 @@ def _describe(exc: BaseException) -> str:
     return msg[:MAX_MESSAGE]
 
 
-def execute(algo_cls: type, problem: Problem, epsilon: float, delta: float, seed: int
+def execute(algo_cls: type, problem: Problem, epsilon: float, delta: float, seed: int, secure: bool = False
             ) -> tuple[str, str | None, np.ndarray | None, float]:
     """Run one trial in this process, without limits.
 
@@ -363,6 +375,8 @@ def execute(algo_cls: type, problem: Problem, epsilon: float, delta: float, seed
     epsilon, delta : float
     seed : int
         ``rng = numpy.random.default_rng(seed)``.
+    secure : bool
+        ``rng = dpstats.privacy.randomness.SecureGenerator()`` instead (the seed is not used).
 
     Returns
     -------
@@ -376,7 +390,12 @@ def execute(algo_cls: type, problem: Problem, epsilon: float, delta: float, seed
     """
     from dpstats.algorithms.base import Decline, Release
 
-    rng = np.random.default_rng(seed)
+    if secure:
+        from dpstats.bench.secure import SecureGenerator
+
+        rng: np.random.Generator = SecureGenerator()
+    else:
+        rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     try:
         out = algo_cls().run(problem.data, problem.facts, epsilon, delta, rng)
@@ -708,7 +727,7 @@ def _worker_loop(conn: Connection, state: _SharedState) -> None:
             state.write(job_no, i, time.monotonic(), rss0, True)
             _set_as_limit(vms0 + int(AS_FACTOR * limit))
             try:
-                kind, message, est, seconds = execute(algo_cls, problem, eps, dlt, seed)
+                kind, message, est, seconds = execute(algo_cls, problem, eps, dlt, seed, job.secure)
             finally:
                 _set_as_limit(None)
                 state.write(job_no, i, 0.0, rss0, False)
@@ -950,10 +969,6 @@ def _preimport() -> None:
     """Import what workers need, so that forked workers start with it imported."""
     from dpstats.algorithms import list_algorithms
     from dpstats.bench import metrics  # noqa: F401
-    from dpstats.data import (
-        corpus,  # noqa: F401
-        instance,  # noqa: F401
-    )
     from dpstats.ols import baseline  # noqa: F401
 
     list_algorithms()
@@ -1279,7 +1294,7 @@ def run_job_isolated(job: Job, limits: Limits) -> tuple[dict[str, Any] | None, l
 
 
 def run_trial(algorithm: str | type, problem: Problem, epsilon: float, delta: float, seed: int,
-              limits: Limits | None = None, isolate: bool = True) -> TrialResult:
+              limits: Limits | None = None, isolate: bool = True, secure: bool = False) -> TrialResult:
     """Run and score one trial.
 
     Parameters
@@ -1294,6 +1309,9 @@ def run_trial(algorithm: str | type, problem: Problem, epsilon: float, delta: fl
     isolate : bool
         Run in a forked worker process under the limits (default). ``False``
         runs in this process without limits (for debugging).
+    secure : bool
+        Draw the noise with a :class:`~dpstats.privacy.randomness.SecureGenerator` (the
+        seed then only numbers the trial).
 
     Returns
     -------
@@ -1311,12 +1329,12 @@ def run_trial(algorithm: str | type, problem: Problem, epsilon: float, delta: fl
         register(algo_cls)
         ref = AlgorithmRef.of(algo_cls)
     if not isolate:
-        kind, message, est, seconds = execute(algo_cls, problem, epsilon, delta, seed)
+        kind, message, est, seconds = execute(algo_cls, problem, epsilon, delta, seed, secure)
         return score(problem, ref, epsilon, delta, seed, kind, message, est, seconds, 0.0)
     key = "<memory>"
     _cache_problem(key, problem)
     job = Job(algorithm=ref, corpus=str(Path(key).resolve()), instance=problem.instance,
-              trials=((float(epsilon), float(delta), int(seed)),))
+              trials=((float(epsilon), float(delta), int(seed)),), secure=bool(secure))
     out: list[TrialResult] = []
     with WorkerPool(1, limits or Limits(), method="fork") as pool:
         pool.run([job], out.append)

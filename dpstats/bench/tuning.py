@@ -56,13 +56,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from dpstats.algorithms.tuned import (  # noqa: F401
-    TUNED_DIR,
-    _variant,
-    load_tuned,
-    register_tuned,
-    tuned_name,
-)
+from dpstats.algorithms.tuned import TUNED_DIR, load_tuned, register_tuned, tuned_name
 from dpstats.bench import evaluation as ev
 
 __all__ = [

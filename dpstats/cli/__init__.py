@@ -35,7 +35,7 @@ COMMANDS: tuple[str, ...] = (
     "dpstats.cli.bench",
     "dpstats.cli.report",
     "dpstats.cli.tune",
-    # "dpstats.cli.audit",
+    "dpstats.cli.audit",
 )
 
 

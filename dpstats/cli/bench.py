@@ -7,18 +7,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from dpstats.bench.runner import (
-    DEFAULT_DELTA,
-    DEFAULT_RESULTS,
-    PRESETS,
-    BenchConfig,
-    plan_bench,
-    run_bench,
-)
+from dpstats.bench.runner import DEFAULT_DELTA, DEFAULT_RESULTS, PRESETS, BenchConfig, plan_bench, run_bench
 from dpstats.bench.store import Store
-from dpstats.bench.trial import (
-    FatalJobError,
-)
+from dpstats.bench.trial import FatalJobError
 from dpstats.data.corpus import TASKS
 
 
@@ -52,6 +43,9 @@ def _build_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--memory-limit", type=float, metavar="MB", help="per-trial memory limit in MB (default: 4096)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: when stderr is a terminal)")
+    p.add_argument("--secure", action="store_true",
+                   help="draw the Gaussian and Laplace noise with OpenDP's samplers (needs dpstats[secure]); "
+                        "trials are then not reproducible bit for bit")
     p.add_argument("--dry-run", action="store_true", help="print the plan and stop")
     return p
 
@@ -61,7 +55,9 @@ def _config_from_args(args: argparse.Namespace) -> BenchConfig:
         corpus=args.corpus, tasks=args.task, epsilons=args.epsilon, delta=args.delta, algorithms=args.algorithm,
         instances=args.instance, trials=args.trials, results=args.results, workers=args.workers, dask=args.dask,
         preset=args.preset, time_limit=args.time_limit, memory_mb=args.memory_limit, progress=args.progress,
+        secure=bool(getattr(args, "secure", False)),
     )
+
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

@@ -7,13 +7,7 @@ import sys
 from pathlib import Path
 
 from dpstats.bench import evaluation as ev
-from dpstats.bench.report import (
-    _default_results,
-    build_release,
-    instance_facts,
-    load_trials,
-    write_report,
-)
+from dpstats.bench.report import _default_results, build_release, instance_facts, load_trials, write_report
 
 
 def add_report_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

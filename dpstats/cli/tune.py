@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dpstats.algorithms.tuned import (  # noqa: F401
-    TUNED_DIR,
-    _variant,
-    load_tuned,
-    register_tuned,
-    tuned_name,
-)
+from dpstats.algorithms.tuned import TUNED_DIR
 from dpstats.bench import evaluation as ev
 from dpstats.bench.tuning import tune, write_tuned
 

@@ -37,14 +37,7 @@ from typing import Any, Iterator
 import pandas as pd
 
 from dpstats.data.instance import build_instance
-from dpstats.data.manifest import (
-    TASKS,
-    DatasetSpec,
-    InstanceSpec,
-    Reported,
-    StudySpec,
-    parse_manifest,
-)
+from dpstats.data.manifest import TASKS, DatasetSpec, InstanceSpec, Reported, StudySpec, parse_manifest
 from dpstats.data.sources import PROVIDERS, _widen_integers, read_path, read_source
 from dpstats.errors import CorpusError
 

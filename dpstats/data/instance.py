@@ -172,8 +172,20 @@ def _formula_error(spec: InstanceSpec, exc: Exception, data: pd.DataFrame) -> In
     return _err(spec, "formula", f"{spec.formula!r} cannot be built: {msg}")
 
 
-def build_instance(spec: InstanceSpec, data: pd.DataFrame) -> Instance:
+def build_instance(spec: InstanceSpec, data: pd.DataFrame, *, fixed_levels: frozenset[str] = frozenset()) -> Instance:
     """Turn an instance spec and its dataset into an :class:`Instance`.
+
+    Parameters
+    ----------
+    spec : InstanceSpec
+    data : pandas.DataFrame
+    fixed_levels : frozenset of str, optional
+        Data columns whose categorical levels are declared (public) rather
+        than read from the data. The dummy columns of a term made only of
+        such columns are never dropped, even when they are empty or collinear
+        in the data, so that the design's columns do not depend on the data.
+        Empty (the default, and always for the corpus): dummy columns are
+        dropped as R's ``lm`` does.
 
     Raises
     ------
@@ -184,7 +196,19 @@ def build_instance(spec: InstanceSpec, data: pd.DataFrame) -> Instance:
     """
     if spec.task == "mean":
         return _build_mean(spec, data)
-    return _build_regression(spec, data)
+    return _build_regression(spec, data, frozenset(fixed_levels))
+
+
+def factor_variables(code: str, columns: Any) -> set[str]:
+    """Data columns that one patsy factor's code refers to (``"C(region)"`` -> ``{"region"}``)."""
+    import ast
+
+    try:
+        tree = ast.parse(code, mode="eval")
+    except SyntaxError:
+        return set()
+    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    return {c for c in columns if c in names}
 
 
 def _err(spec: InstanceSpec, fld: str | None, msg: str) -> InstanceError:
@@ -234,7 +258,7 @@ def _out_of_bounds(X: np.ndarray, columns: tuple[str, ...], bounds: Mapping[str,
     return out
 
 
-def _build_regression(spec: InstanceSpec, data: pd.DataFrame) -> Instance:
+def _build_regression(spec: InstanceSpec, data: pd.DataFrame, fixed_levels: frozenset[str] = frozenset()) -> Instance:
     formula = spec.formula or ""
     for fe in spec.fixed_effects:
         if fe not in data.columns:
@@ -269,6 +293,7 @@ def _build_regression(spec: InstanceSpec, data: pd.DataFrame) -> Instance:
     names = list(Xdf.columns)
     # dummy columns: columns of terms whose factors are all categorical
     dummy_cols: set[int] = set()
+    fixed_cols: set[int] = set()  # dummies of declared levels: never dropped
     cat_terms: dict[str, list[int]] = {}
     for term, sl in info.term_slices.items():
         if not term.factors:
@@ -276,6 +301,10 @@ def _build_regression(spec: InstanceSpec, data: pd.DataFrame) -> Instance:
         if all(info.factor_infos[f].type == "categorical" for f in term.factors):
             idx = list(range(sl.start, sl.stop))
             dummy_cols.update(idx)
+            if fixed_levels and all(
+                (v := factor_variables(f.code, data.columns)) and v <= fixed_levels for f in term.factors
+            ):
+                fixed_cols.update(idx)
             if len(term.factors) == 1:
                 cat_terms[term.name()] = idx
     X = Xdf.to_numpy(dtype=float)
@@ -287,6 +316,8 @@ def _build_regression(spec: InstanceSpec, data: pd.DataFrame) -> Instance:
         raise _err(spec, "formula", f"n = {X.shape[0]} rows is not more than d = {X.shape[1]} columns")
     # collinearity (R's lm: drop aliased columns left to right)
     keep = _independent_columns(X)
+    if fixed_cols:
+        keep[sorted(fixed_cols)] = True
     dropped = [names[j] for j in np.flatnonzero(~keep)]
     bad = [names[j] for j in np.flatnonzero(~keep) if j not in dummy_cols]
     if bad:

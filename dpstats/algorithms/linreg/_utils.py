@@ -40,16 +40,13 @@ import numpy as np
 from scipy import linalg, special
 
 from dpstats.privacy.accounting import ZCDPAccountant
-from dpstats.privacy.mechanisms import (
-    exponential_mechanism,
-    log_grid,
-    private_quantile_grid,
-)
+from dpstats.privacy.mechanisms import exponential_mechanism, log_grid, private_quantile_grid
 
 __all__ = [
     "BR_NOTE",
     "em_epsilon",
     "spend_em",
+    "BASIS_DETAILS",
     "Structure",
     "enforce_structure",
     "POSITIVE_GRID",
@@ -447,6 +444,14 @@ class Basis:
             others = np.arange(self.d) != j
             theta[j] = (beta[j] - self.y_center + float(np.sum(self.center[others] * beta[others]))) / self.y_half
         return theta
+
+
+#: the keys of a :class:`Basis`'s details (from :func:`private_basis`) and why each is public
+BASIS_DETAILS = {
+    "private_columns": "public fact: the columns (and y) without public bounds, whose ranges cost budget",
+    "scale_q": "public fact: quantile level of the private scales, a function of n and the budget",
+    "range_epsilon": "public fact: epsilons of the range mechanisms, from the budget and the number of private columns",
+}
 
 
 def private_basis(

@@ -40,9 +40,10 @@ from typing import Any
 
 import numpy as np
 
+from dpstats.privacy.accounting import Accountant, GDPAccountant, ZCDPAccountant
 from dpstats.algorithms import coefficient_of, register
-from dpstats.algorithms.base import Algorithm, Param, TaskData
 from dpstats.algorithms.linreg._utils import (
+    BASIS_DETAILS,
     Structure,
     em_epsilon,
     enforce_structure,
@@ -53,9 +54,9 @@ from dpstats.algorithms.linreg._utils import (
     spend_em,
     upper_to_sym,
 )
-from dpstats.privacy.accounting import Accountant, GDPAccountant, ZCDPAccountant
+from dpstats.algorithms.base import Algorithm, Param, TaskData
 
-__all__ = ["AdaSSP", "AdaSSPDataBounds", "AdaSSPStd", "raw_bounds", "adassp_core"]
+__all__ = ["AdaSSP", "AdaSSPDataBounds", "AdaSSPStd", "RAW_BOUNDS_DETAILS", "raw_bounds", "adassp_core"]
 
 _CITATION = (
     "Wang, Y.-X. (2018). Revisiting differentially private linear regression: optimal and adaptive "
@@ -113,6 +114,15 @@ def adassp_core(
     except np.linalg.LinAlgError:
         theta = np.linalg.pinv(A) @ b
     return theta, {"lambda": lam, "sigma_xx": s_xx, "sigma_xy": s_xy, "sigma_lambda": s_l}
+
+
+#: the keys of :func:`raw_bounds`'s details and why each is public
+RAW_BOUNDS_DETAILS = {
+    "bound_quantile": "public fact: quantile level of the private bounds (a hyperparameter, or from n and the budget)",
+    "B_x": "paid statistic: `bound on ||x_free||` with the public bounds of the other columns (public when every "
+           "column is bounded)",
+    "B_y": "paid statistic: `bound on |y|` (the public bound of y when the facts give one)",
+}
 
 
 def raw_bounds(
@@ -197,6 +207,13 @@ class AdaSSP(Algorithm):
         "bound_quantile": Param(None, "ours: None = the highest level up to 0.95 that the grid mechanism finds reliably at this n and epsilon (a private maximum is unreliable)"),
         "bounds_fraction": Param(0.1, "ours: a tenth of the budget for the private bounds"),
     }
+    public_details = {
+        **RAW_BOUNDS_DETAILS,
+        "lambda": "paid statistic: ridge from the noisy `lambda_min(X'X)` and sigma_xx",
+        "sigma_xx": "paid statistic: noise scale from the row bound (`bound on ||x_free||`) and the budget",
+        "sigma_xy": "paid statistic: noise scale from the bounds (`bound on ||x_free||`, `bound on |y|`) and the budget",
+        "sigma_lambda": "paid statistic: noise scale from the row bound (`bound on ||x_free||`) and the budget",
+    }
 
     def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
         X, y = data.X, data.y
@@ -224,6 +241,7 @@ class AdaSSPDataBounds(Algorithm):
     interpretation = "data-bounds"
     summary = "AdaSSP with ||x|| and |y| bounds read from the data (reference code); not DP"
     defaults = {"rho_fail": Param(0.05, "paper §4 and reference code default")}
+    public_details: dict[str, str] = {}  # every noise scale is a function of the data maxima: no details
 
     def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
         X, y = data.X, data.y
@@ -232,8 +250,10 @@ class AdaSSPDataBounds(Algorithm):
         By = float(np.max(np.abs(y)))
         B2 = B2 if B2 > 0 else 1.0
         By = By if By > 0 else 1.0
-        theta, det = adassp_core(X, y, B2, B2**2, By, acc, delta, rng, self.params["rho_fail"])
-        return self.release(theta, acc, **det)  # B_x, B_y are exact data maxima: not reported
+        theta, _ = adassp_core(X, y, B2, B2**2, By, acc, delta, rng, self.params["rho_fail"])
+        # B_x, B_y are exact data maxima, and the noise scales (sigma_lambda = f(B_x^2), sigma_xy = f(B_x B_y),
+        # lambda through sigma_xx) would give them back: no details
+        return self.release(theta, acc)
 
 
 @register
@@ -259,6 +279,13 @@ class AdaSSPStd(Algorithm):
         "rho_fail": Param(0.05, "paper §4 and reference code default"),
         "range_fraction": Param(0.1, "ours: a tenth of the budget for the private column ranges"),
         "k_sd": Param(3.0, "ours: clip at about 3 standard deviations of normal data"),
+    }
+    public_details = {
+        **BASIS_DETAILS,
+        "lambda": "paid statistic: ridge from the noisy `lambda_min(X'X)` and sigma_xx",
+        "sigma_xx": "public fact: noise scale from the public row bound of the standardised basis and the budget",
+        "sigma_xy": "public fact: noise scale from the public row bound of the standardised basis and the budget",
+        "sigma_lambda": "public fact: noise scale from the public row bound of the standardised basis and the budget",
     }
 
     def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):

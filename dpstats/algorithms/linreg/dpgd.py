@@ -30,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from dpstats.algorithms import coefficient_of, register
-from dpstats.algorithms.base import Algorithm, Param, TaskData
-from dpstats.algorithms.linreg._utils import Structure, enforce_structure, private_basis
-from dpstats.algorithms.linreg.adassp import raw_bounds
 from dpstats.privacy.accounting import ZCDPAccountant
+from dpstats.algorithms import coefficient_of, register
+from dpstats.algorithms.linreg._utils import BASIS_DETAILS, Structure, enforce_structure, private_basis
+from dpstats.algorithms.base import Algorithm, Param, TaskData
+from dpstats.algorithms.linreg.adassp import RAW_BOUNDS_DETAILS, raw_bounds
 
 __all__ = ["DPGD", "DPGDStd", "noisy_gd"]
 
@@ -96,6 +96,7 @@ class DPGD(Algorithm):
         "bound_quantile": Param(None, "ours: as adassp (highest reliable level up to 0.95)"),
         "bounds_fraction": Param(0.1, "ours: a tenth of the budget for the private bounds"),
     }
+    public_details = {**RAW_BOUNDS_DETAILS, "sigma": "public fact: 2 clip / sqrt(2 rho_step), clip a hyperparameter"}
 
     def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
         X, y = data.X, data.y
@@ -125,6 +126,7 @@ class DPGDStd(Algorithm):
         "range_fraction": Param(0.1, "ours: a tenth of the budget for the private column ranges"),
         "k_sd": Param(3.0, "ours: clip at about 3 standard deviations of normal data"),
     }
+    public_details = {**BASIS_DETAILS, "sigma": "public fact: 2 clip / sqrt(2 rho_step), clip a hyperparameter"}
 
     def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
         X, y = data.X, data.y

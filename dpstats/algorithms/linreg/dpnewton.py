@@ -59,9 +59,10 @@ from typing import Any
 import numpy as np
 from scipy import linalg
 
+from dpstats.privacy.accounting import ZCDPAccountant
 from dpstats.algorithms import coefficient_of, register
-from dpstats.algorithms.base import Algorithm, Param, TaskData
 from dpstats.algorithms.linreg._utils import (
+    BASIS_DETAILS,
     Structure,
     em_epsilon,
     enforce_structure,
@@ -73,7 +74,7 @@ from dpstats.algorithms.linreg._utils import (
     spend_em,
     ssp_calibration,
 )
-from dpstats.privacy.accounting import ZCDPAccountant
+from dpstats.algorithms.base import Algorithm, Param, TaskData
 
 __all__ = ["DPNewton", "range_share", "box_width"]
 
@@ -128,6 +129,14 @@ class DPNewton(Algorithm):
         "box_c": Param(0.01, "ours: boxes wider than 3 sd only when n/d is in the thousands (tuned on the public corpus and on skewed simulated data)"),
         "clip_max_level": Param(0.9999, "ours: on large samples clip almost nothing"),
         "shrink": Param(True, "ours: positive-part James-Stein towards 0 on the final estimate (post-processing); helps at small epsilon, neutral otherwise"),
+    }
+    public_details = {
+        **BASIS_DETAILS,
+        "ridge": "public fact: ridge * sigma_xx * sqrt(d)",
+        "clip": "paid statistic: `gradient clip bound`",
+        "clip_quantile": "public fact: clip level from n, the budget and the hyperparameters",
+        "k_sd": "public fact: box width (a hyperparameter, or from n, d and the budget)",
+        "sigma_xx": "public fact: noise scale from the public row bound of the standardised basis and the budget",
     }
 
     def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):

@@ -35,19 +35,20 @@ from typing import Any
 
 import numpy as np
 
+from dpstats.privacy.accounting import ZCDPAccountant
 from dpstats.algorithms import coefficient_of, register
-from dpstats.algorithms.base import Algorithm, Param, TaskData
 from dpstats.algorithms.linreg._utils import (
+    BASIS_DETAILS,
     SIGNED_GRID,
-    Structure,
     block_ols,
+    Structure,
     em_epsilon,
     enforce_structure,
     private_basis,
     private_median_midpoint,
     spend_em,
 )
-from dpstats.privacy.accounting import ZCDPAccountant
+from dpstats.algorithms.base import Algorithm, Param, TaskData
 
 __all__ = ["SubsampleAggregateMedian", "block_estimates"]
 
@@ -87,6 +88,7 @@ class SubsampleAggregateMedian(Algorithm):
         "block_rows": Param(None, "ours: None = max(2d, d + 10) rows per block, enough to identify most coefficients"),
         "range_fraction": Param(0.1, "ours: a tenth of the budget for the private column ranges"),
     }
+    public_details = {**BASIS_DETAILS, "m": "public fact: number of blocks, n // block rows"}
 
     def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
         X, y = data.X, data.y

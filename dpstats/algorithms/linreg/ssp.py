@@ -30,9 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from dpstats.privacy.accounting import ZCDPAccountant
 from dpstats.algorithms import coefficient_of, register
-from dpstats.algorithms.base import Algorithm, Param, TaskData
 from dpstats.algorithms.linreg._utils import (
+    BASIS_DETAILS,
     Structure,
     enforce_structure,
     gram_pattern,
@@ -41,8 +42,8 @@ from dpstats.algorithms.linreg._utils import (
     solve_floor,
     ssp_calibration,
 )
-from dpstats.algorithms.linreg.adassp import raw_bounds
-from dpstats.privacy.accounting import ZCDPAccountant
+from dpstats.algorithms.base import Algorithm, Param, TaskData
+from dpstats.algorithms.linreg.adassp import RAW_BOUNDS_DETAILS, raw_bounds
 
 __all__ = ["SSP", "SSPStd"]
 
@@ -81,6 +82,11 @@ class SSP(Algorithm):
         "bound_quantile": Param(None, "ours: None = the highest level up to 0.95 that the grid mechanism finds reliably at this n and epsilon (a private maximum is unreliable)"),
         "bounds_fraction": Param(0.1, "ours: a tenth of the budget for the private bounds"),
     }
+    public_details = {
+        **RAW_BOUNDS_DETAILS,
+        "sigma_xx": "paid statistic: noise scale from the bounds (`bound on ||x_free||`, `bound on |y|`) and the budget",
+        "sigma_xy": "paid statistic: noise scale from the bounds (`bound on ||x_free||`, `bound on |y|`) and the budget",
+    }
 
     def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
         X, y = data.X, data.y
@@ -105,6 +111,11 @@ class SSPStd(Algorithm):
     defaults = {
         "range_fraction": Param(0.1, "ours: a tenth of the budget for the private column ranges"),
         "k_sd": Param(3.0, "ours: clip at about 3 standard deviations of normal data"),
+    }
+    public_details = {
+        **BASIS_DETAILS,
+        "sigma_xx": "public fact: noise scale from the public row bound of the standardised basis and the budget",
+        "sigma_xy": "public fact: noise scale from the public row bound of the standardised basis and the budget",
     }
 
     def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):

@@ -96,6 +96,17 @@ def distance_lower_bound(logv: np.ndarray, t: int, eps2: float, delta: float, ha
     ``exp(eps2 depth / 2)``. ``logv[i-1] = log V_i``; depths beyond the
     deepest region have volume 0 and never satisfy the test. Safety is
     monotone in ``k``, so the largest safe ``k`` is found by bisection.
+
+    Constants: the safety condition of Brown, Gaboardi, Smith, Ullman and
+    Zakynthinou (2021, Section 3, the restricted exponential mechanism's
+    volume condition), as restated by Amin et al. (2023, Section 3):
+    ``V_{t-k-1} / V_{t+k+g+1} e^{-eps g / 2} <= delta / (8 e^eps)`` for some
+    ``g >= 1``. Every ``g`` with ``t + k + g + 1 <= top`` is allowed, including
+    the deepest region ``V_top``; the reference code stops at ``V_{top-1}``
+    (more conservative, not needed). ``k_hat >= 0`` implies that the
+    restricted mechanism is ``(eps2, delta')``-indistinguishable from every
+    neighbour with ``delta' <= (1 + e^{eps2/2}) delta / (8 e^{eps2}) <= delta / 4``
+    (derivation on the docs page), and ``k_hat`` has sensitivity 1.
     """
     top = logv.size
     c = 0.5 if halve else 1.0
@@ -231,6 +242,10 @@ class TukeyEM(Algorithm):
     interpretation = "standard"
     summary = "TukeyEM (Amin et al. 2023): restricted Tukey-depth mechanism over m block OLS models, with PTR"
     defaults = {"m": Param(1000, "paper §4 (experiments use m = 1000 models; the reference script sweeps 1000-2000)")}
+    public_details = {  # k_hat and the sampled depth are data statistics: never reported
+        "m": "public fact: number of models (a hyperparameter)",
+        "threshold": "public fact: PTR threshold log(1 / (2 delta)) / eps_1",
+    }
 
     def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
         if delta <= 0:
@@ -256,6 +271,7 @@ class TukeyEMRefCode(Algorithm):
     interpretation = "reference-code"
     summary = "TukeyEM as in the reference code: Laplace scale eps/2 and exponent eps/2 (spends ~1.5 eps)"
     defaults = {"m": Param(1000, "reference code (run_experiment.py sweeps m from 1000 to 2000)")}
+    public_details = TukeyEM.public_details
 
     def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
         if delta <= 0:

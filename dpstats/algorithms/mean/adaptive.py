@@ -130,6 +130,16 @@ def private_column_ranges(
     return a, b
 
 
+#: the box (both algorithms): public bounds where given, private ranges otherwise
+_BOX_DETAILS = {
+    "center": "paid statistic: midpoints of the ranges from `median, column`, `lower scale, column`, "
+              "`upper scale, column` (the public bounds for bounded columns)",
+    "half": "paid statistic: half-widths of the ranges from `median, column`, `lower scale, column`, "
+            "`upper scale, column` (the public bounds for bounded columns)",
+    "final": "public fact: which final step ran ('box' here)",
+}
+
+
 def _box_release(algo, X, center, half, acc, rng, **details):
     """Gaussian mean of the rows clipped to the box ``center +- half`` with the remaining budget.
 
@@ -182,6 +192,7 @@ class AdaptiveClip(Algorithm):
         **_COMMON,
         "range_share": Param(0.5, "ours: tuned on the public corpus over {0.3, 0.5, 0.7}"),
     }
+    public_details = dict(_BOX_DETAILS)
 
     def _run(self, data: TaskData, facts, epsilon: float, delta: float, rng: np.random.Generator):
         X = data.X
@@ -244,6 +255,16 @@ class AdaptiveWhiten(Algorithm):
         "floor": Param(1.0, "ours: eigenvalue floor in units of the covariance noise times sqrt(d); tuned over {0.5, 1, 2, 4}"),
         "low_signal": Param(100.0, "ours: below n sqrt(rho) = 100 the covariance is mostly noise; tuned over {100, 200, 300}"),
         "range_low": Param(0.5, "ours: range share in the low-signal regime (as adaptive_clip)"),
+    }
+    public_details = {
+        **_BOX_DETAILS,
+        "final": "paid statistic: the final step ('box' or 'ball') chosen from `radius of u` and the eigenvalues of the "
+                 "`second moment of (z, 1)` (always 'box' on the public-fact paths)",
+        "path": "paid statistic: why the box was released: public facts (low signal, d = 1, all bounded), a zero "
+                "half-width from `lower scale, column` / `upper scale, column` (constant column), or the comparison "
+                "of `radius of u` with the `second moment of (z, 1)` (box chosen)",
+        "radius": "paid statistic: `radius of u` (widened, post-processing)",
+        "eigenvalues": "paid statistic: floored eigenvalues of the `second moment of (z, 1)`",
     }
 
     def _run(self, data: TaskData, facts, epsilon: float, delta: float, rng: np.random.Generator):

@@ -24,14 +24,17 @@ weights and noise, and compute the same sets quickly:
   ``(|R| - l)``-th smallest distance is at most ``Lambda_l``, so one partial
   sort per point gives the first level at which it enters.
 
-Three differences from the authors' code, each stated on the docs page:
-the fast file's threshold factors differ from the pseudocode (we follow the
-pseudocode); its ``stablemean`` weights ``min(l_i - k, 0)`` are never
+Differences from the authors' code, each stated on the docs page: the two
+files put a factor 2 in different places; we take the leverage threshold
+``lambda_l`` of the fast file (the only one the size check ``m >= 10 k
+lambda_0`` and ``gamma`` support, see :func:`stable_covariance`) and the core
+threshold ``Lambda_l`` of the pseudocode (the stricter); its ``stablemean`` weights ``min(l_i - k, 0)`` are never
 positive so its mean is identically 0 (we use the pseudocode's counts); and
 its propose-test-release passes with probability ``1 - delta e^{eps (z-2)/2}``
 truncated at 0, which jumps from about ``1 - e^{-eps/2}`` to 0 between two
 adjacent scores and therefore is not ``(eps/3, delta/6)``-DP. We use the
-textbook Laplace test instead (same budget split).
+textbook Laplace test instead (same budget split), calibrated to the score's
+replace-one sensitivity, which is 2, not 1 (see :func:`stable_covariance`).
 """
 
 from __future__ import annotations
@@ -89,7 +92,7 @@ def stable_covariance(Y: np.ndarray, lambda0: float, k: int) -> tuple[np.ndarray
     """``stablecovariance(Y, lambda_0, k)`` of the pseudocode.
 
     ``S_l`` is the largest subset of the rows in which no point has rescaled
-    leverage ``m y_i'(sum_{j in S} y_j y_j')^{-1} y_i`` above ``2 lambda_l``,
+    leverage ``m y_i'(sum_{j in S} y_j y_j')^{-1} y_i`` above ``lambda_l``,
     ``lambda_l = lambda_0 / (1 - l / (10 k))``, for ``l = 0..2k`` (empty when
     the subset is rank deficient). Score ``min(k, min_{l <= k} m - |S_l| + l)``;
     weights ``w_i = #{l in (k, 2k] : i in S_l} / (k m)``; estimate
@@ -97,6 +100,18 @@ def stable_covariance(Y: np.ndarray, lambda0: float, k: int) -> tuple[np.ndarray
 
     Identical rows have identical leverage and are removed together, so the
     computation runs on the distinct rows with their multiplicities.
+
+    Privacy constants (replace-one neighbours ``Y ~ Y'`` differing in row
+    ``i``): removing a row of rescaled leverage ``h <= lambda_l`` raises every
+    other leverage by at most the factor ``1 / (1 - h/m)`` (Sherman-Morrison),
+    so ``S_l(Y) - {i}`` is a good subset of ``Y'`` at level ``l + 1`` iff
+    ``lambda_l / (1 - lambda_l/m) <= lambda_{l+1}``, i.e. iff
+    ``m >= 10 k lambda_0`` -- exactly the algorithm's size check. Hence
+    ``|S_{l+1}(Y')| >= |S_l(Y)| - 1``. A threshold ``2 lambda_l`` (the
+    pseudocode file) would need ``m >= 20 k lambda_0`` and breaks this
+    interpolation at the sizes the check admits. The level shift costs one in
+    ``l`` and the lost row one in ``|S|``, so the score moves by up to **2**
+    between neighbours (attained: ``test_constants_tukey_bhs.py``).
 
     Returns
     -------
@@ -118,7 +133,7 @@ def stable_covariance(Y: np.ndarray, lambda0: float, k: int) -> tuple[np.ndarray
                 if lev is None:
                     active[:] = False
                     break
-            drop = lev > 2.0 * lam
+            drop = lev > lam  # lambda_l, not 2 lambda_l: see the docstring
             if not drop.any():
                 break
             active[idx[drop]] = False
@@ -221,11 +236,12 @@ class BHSAffine(Algorithm):
     release ``mu + N(0, c2 Sigma)``, ``c2 = 810 lambda_0 log(12/delta) / (eps^2 n^2)``,
     else decline.
 
-    The test: PASS iff ``z + Lap(3/eps) < T`` with
-    ``T = k - 3 - 3 log(3/delta)/eps``, so a score of ``k - 3`` or more passes
+    The test: PASS iff ``z + Lap(6/eps) < T`` with
+    ``T = k - 3 - 6 log(3/delta)/eps``, so a score of ``k - 3`` or more passes
     with probability at most ``delta/6`` (the authors' own test passes only
     below ``2 + 6 log(6/delta)/eps < k - 2``), and the test bit is
-    ``eps/3``-DP for a score of sensitivity 1.
+    ``eps/3``-DP for the score's replace-one sensitivity 2 (a passing data
+    set has score at most ``k - 4``, its neighbours at most ``k - 2 < k``).
     """
 
     name = "bhs_affine"
@@ -239,6 +255,11 @@ class BHSAffine(Algorithm):
     defaults = {
         "lambda0": Param("auto", "reference code (README): lambda_0 ~ d + O(log n); auto = 2 (d + 2 sqrt(d log n) + 2 log n), see default_lambda0"),
         "max_rows": Param(300_000, "ours: run on a uniform random subset of this many rows beyond it (time budget)"),
+    }
+    public_details = {  # the stability scores s1, s2 are data statistics: never reported
+        "k": "public fact: bhs_k(epsilon, delta)",
+        "lambda0": "public fact: a hyperparameter, or default_lambda0(n, d)",
+        "ptr_threshold": "public fact: PTR threshold from k, epsilon and delta",
     }
 
     def _run(self, data: TaskData, facts, epsilon: float, delta: float, rng: np.random.Generator):
@@ -256,7 +277,8 @@ class BHSAffine(Algorithm):
             return self.decline("BHS needs delta > 0", acc)
         k = bhs_k(epsilon, delta)
         need = 20 * k * lambda0
-        if n < need:
+        # the leverage interpolation needs m = floor(n/2) >= 10 k lambda_0 (see stable_covariance)
+        if n < need or n // 2 < 10 * k * lambda0:
             return self.decline(f"n = {n} < 20 k lambda_0 = {need:.0f} (k = {k}, lambda_0 = {lambda0:.3g})", acc, k=k, lambda0=lambda0)
         # the whole mechanism (test + noisy release, or decline) is (epsilon, delta)-DP
         acc.spend("bhs23 (PTR eps/3, delta/6; Gaussian 2eps/3, 5delta/6)", epsilon, delta)
@@ -268,8 +290,9 @@ class BHSAffine(Algorithm):
         mu, s2, _ = stable_mean(X, Sigma, lambda0, k, R)
         z = max(s1, s2)
         eps_t, delta_t = epsilon / 3.0, delta / 6.0
-        T = (k - 3) - math.log(1.0 / (2.0 * delta_t)) / eps_t
-        passed = z + rng.laplace(0.0, 1.0 / eps_t) < T
+        sens = 2.0  # replace-one sensitivity of max(s1, s2): see stable_covariance
+        T = (k - 3) - sens * math.log(1.0 / (2.0 * delta_t)) / eps_t
+        passed = z + rng.laplace(0.0, sens / eps_t) < T
         if not passed:
             # the scores s1, s2 are not private (only the noisy test is): they stay out of the details
             return self.decline("propose-test-release failed (data not stable enough)", acc, k=k, lambda0=lambda0, ptr_threshold=T)

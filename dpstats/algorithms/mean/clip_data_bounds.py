@@ -44,6 +44,7 @@ class ClipDataBounds(Algorithm):
     defaults = {
         "widen": Param(0.0, "ours: relative widening of the data range (0 keeps [min, max])"),
     }
+    public_details: dict[str, str] = {}  # the bounds are read from the data: no details
 
     def _run(self, data: TaskData, facts, epsilon: float, delta: float, rng: np.random.Generator):
         X = data.X
@@ -58,4 +59,5 @@ class ClipDataBounds(Algorithm):
         sigma = acc.gaussian_sigma(sens, fraction=1.0)
         acc.spend_gaussian("gaussian mean", sens, sigma, "L2 sensitivity ||max-min||/n (replace-one)")
         est = mean + gaussian_noise(rng, sigma, size=d)
-        return self.release(est, acc, lo=lo, hi=hi, sigma=sigma)
+        # lo, hi are the data's exact minima and maxima and sigma a function of them: no details
+        return self.release(est, acc)

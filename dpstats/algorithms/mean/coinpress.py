@@ -125,6 +125,11 @@ class CoinPress(Algorithm):
         "beta": Param(0.01, "reference code: gaussian_tailbound(d, 0.01)"),
         "default_radius": Param(DEFAULT_RANGE, "ours: loose public half-range per unbounded column (corpus max 4.6e5)"),
     }
+    public_details = {
+        "prior_radius": "public fact: radius of the public prior ball",
+        "trace": "public fact: radius, clip and sigma of every step, from the public prior ball, n, d and the budget "
+                 "(the count of clipped rows is not reported)",
+    }
 
     def _run(self, data: TaskData, facts, epsilon: float, delta: float, rng: np.random.Generator):
         acc = ZCDPAccountant(epsilon, delta)
@@ -169,6 +174,11 @@ class CoinPressScaled(Algorithm):
         "scale_share": Param(0.25, "ours: a quarter of rho for the d scale quantiles"),
         "scale_q": Param(0.9, "ours: quantile of |x_a - x_b|; above 0.5 so that dummies with p > 5% get a non-zero scale"),
         "per_octave": Param(8, "ours: scale grid resolution 2^(1/8) (9%)"),
+    }
+    public_details = {
+        "scales": "paid statistic: `scale quantile col` (capped by the public range of bounded columns)",
+        "trace": "paid statistic: radius, clip and sigma of every step, from the prior ball rescaled by the "
+                 "`scale quantile col` releases, n, d and the budget",
     }
 
     def _run(self, data: TaskData, facts, epsilon: float, delta: float, rng: np.random.Generator):

@@ -102,6 +102,11 @@ class KarwaVadhanClip(Algorithm):
         "sigma_min_rel": Param(1e-8, "ours: smallest scale considered, relative to the public range"),
         "default_range": Param(DEFAULT_RANGE, "ours: loose public half-range per unbounded column"),
     }
+    public_details = {
+        "lower": "paid statistic: `kv location col` minus k times `kv scale col`, within the public prior box",
+        "upper": "paid statistic: `kv location col` plus k times `kv scale col`, within the public prior box",
+        "scales": "paid statistic: `kv scale col`",
+    }
 
     def _run(self, data: TaskData, facts, epsilon: float, delta: float, rng: np.random.Generator):
         X = data.X

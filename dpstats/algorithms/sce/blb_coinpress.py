@@ -201,9 +201,11 @@ class _BLBBase(Algorithm):
             "mean",
         )
         est, _ = _inverse_variance(mean_its, [nv + v_up for nv in mean_nv])
-        return self.release(
-            est, acc, k=k, valid_subsets=int(ok.sum()), variance_upper=v_up, mean_ball=(mean_c, mean_r),
-        )
+        # the count of valid subsets is a data statistic no mechanism paid for; with data bounds the
+        # prior balls (and so v_up) are read from the data: neither is reported
+        if self.data_bounds:
+            return self.release(est, acc, k=k)
+        return self.release(est, acc, k=k, variance_upper=v_up, mean_ball=(mean_c, mean_r))
 
 
 _DEFAULTS = {
@@ -235,6 +237,12 @@ class BLBCoinPress(_BLBBase):
         **_DEFAULTS,
         "range_share": Param(0.2, "share of rho for the private prior balls (our adaptation; the paper assumes them given)"),
     }
+    public_details = {
+        "k": "public fact: number of subsets, a function of n, d and the hyperparameters (choose_blocks)",
+        "variance_upper": "paid statistic: upper confidence bound from `CoinPress step` (variance) and the "
+                          "`grid median (variance ball)` floor",
+        "mean_ball": "paid statistic: `grid quantile (mean ball, low)`, `grid quantile (mean ball, high)`",
+    }
 
 
 @register
@@ -248,3 +256,5 @@ class BLBCoinPressDataBounds(_BLBBase):
     summary = "BLB + CoinPress with prior balls from the data, as the authors' demo (not DP)"
     defaults = dict(_DEFAULTS)
     data_bounds = True
+    # the prior balls come from the data without privacy: not in the details
+    public_details = {"k": "public fact: number of subsets, a function of n, d and the hyperparameters (choose_blocks)"}

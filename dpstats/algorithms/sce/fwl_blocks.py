@@ -41,7 +41,7 @@ from dpstats.algorithms.sce._utils import (
 )
 from dpstats.privacy.accounting import PureAccountant
 
-__all__ = ["FWLBlocks", "fwl_block_release"]
+__all__ = ["FWLBlocks", "FWL_BLOCK_DETAILS", "fwl_block_release"]
 
 
 def fwl_block_release(
@@ -112,10 +112,23 @@ def fwl_block_release(
     # 4. ratio, kept in the pilot range (post-processing)
     est = theta0 + S_R / S_D if S_D > 0 else theta0
     est = float(np.clip(est, lo, hi))
+    # the count of valid blocks is a data statistic no mechanism paid for: never reported
     return est, {
-        "k": bs.k, "valid_blocks": int(bs.valid.sum()), "theta0": theta0, "pilot_range": (lo, hi),
+        "k": bs.k, "theta0": theta0, "pilot_range": (lo, hi),
         "C_R": C_R, "C_D": C_D, "laplace_R": b_R, "laplace_D": b_D,
     }
+
+
+#: the keys of :func:`fwl_block_release`'s details and why each is public
+FWL_BLOCK_DETAILS = {
+    "k": "public fact: number of blocks, a function of n, d and the hyperparameters (choose_blocks)",
+    "theta0": "paid statistic: `Smith median (pilot)`",
+    "pilot_range": "paid statistic: `grid quantile (pilot range low)`, `grid quantile (pilot range high)`",
+    "C_R": "paid statistic: `grid quantile (scale of R_b)` times the public clip_R",
+    "C_D": "paid statistic: `grid quantile (scale of D_b)` times the public clip_D",
+    "laplace_R": "paid statistic: 2 C_R / eps_R, from `grid quantile (scale of R_b)`",
+    "laplace_D": "paid statistic: C_D / eps_D, from `grid quantile (scale of D_b)`",
+}
 
 
 @register
@@ -143,6 +156,7 @@ class FWLBlocks(Algorithm):
         "clip_R": Param(3.0, "multiplier of the |R_b| quantile (our choice)"),
         "clip_D": Param(2.0, "multiplier of the D_b quantile (our choice)"),
     }
+    public_details = dict(FWL_BLOCK_DETAILS)
 
     def _run(self, data, facts, epsilon, delta, rng):
         p = self.params

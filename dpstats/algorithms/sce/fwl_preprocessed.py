@@ -25,8 +25,8 @@ import math
 
 import numpy as np
 
+from dpstats.privacy.accounting import ZCDPAccountant
 from dpstats.algorithms import register
-from dpstats.algorithms.base import Algorithm, Param
 from dpstats.algorithms.sce._utils import (
     adaptive_quantile,
     em_zcdp_cost,
@@ -34,9 +34,9 @@ from dpstats.algorithms.sce._utils import (
     private_grid_quantile,
     private_median_interval,
 )
-from dpstats.algorithms.sce.fwl_score import partial_out
+from dpstats.algorithms.base import Algorithm, Param
+from dpstats.algorithms.sce.fwl_score import STAGE1_DETAILS, partial_out
 from dpstats.algorithms.sce.simple_regression import matched_slopes, ncov_sensitivity
-from dpstats.privacy.accounting import ZCDPAccountant
 
 __all__ = ["NoisyStatsFWL", "TheilSenFWL"]
 
@@ -54,6 +54,15 @@ _STAGE1 = {
     "kappa": Param(20.0, "as fwl_score: clipping quantile 1 - kappa/(eps n)"),
     "q_row_max": Param(0.9, "as fwl_score"),
     "ridge": Param(1.0, "as fwl_score"),
+}
+
+
+#: details of the partialled pairs (shared by both algorithms)
+_PAIRS_DETAILS = {
+    **STAGE1_DETAILS,
+    "C_u": "paid statistic: `grid quantile |u| (range)`",
+    "C_w": "paid statistic: `grid quantile |w| (range)`",
+    "laplace_scale": "public fact: (1 - 1/n) / eps_L, eps_L from the budget",
 }
 
 
@@ -95,6 +104,7 @@ class NoisyStatsFWL(_Preprocessed):
     interpretation = "standard"
     summary = "NoisyStats on pairs partialled on the controls with a private Gram matrix (any d)"
     defaults = dict(_STAGE1)
+    public_details = dict(_PAIRS_DETAILS)
 
     def _run(self, data, facts, epsilon, delta, rng):
         acc = ZCDPAccountant(epsilon, delta)
@@ -131,6 +141,8 @@ class TheilSenFWL(_Preprocessed):
         **_STAGE1,
         "slope_bound": Param((-50.0, 50.0), "slope range in rescaled units, as the authors' code"),
     }
+    # the number of matched pairs with distinct u is a data statistic: never reported
+    public_details = {k: v for k, v in _PAIRS_DETAILS.items() if k != "laplace_scale"}
 
     def _run(self, data, facts, epsilon, delta, rng):
         acc = ZCDPAccountant(epsilon, delta)
@@ -140,4 +152,4 @@ class TheilSenFWL(_Preprocessed):
         e_m = math.sqrt(8.0 * acc.remaining)
         s = private_median_interval(slopes, lo, hi, e_m, rng)
         acc.spend_rho("exponential-mechanism median of matched slopes", em_zcdp_cost(e_m), note="sensitivity 1")
-        return self.release(s * unit, acc, pairs=int(slopes.size), **det)
+        return self.release(s * unit, acc, **det)

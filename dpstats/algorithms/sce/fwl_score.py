@@ -45,7 +45,7 @@ from dpstats.algorithms.sce._utils import (
 )
 from dpstats.privacy.accounting import ZCDPAccountant
 
-__all__ = ["FWLScore", "Partialled", "fwl_score_release", "partial_out"]
+__all__ = ["FWLScore", "Partialled", "STAGE1_DETAILS", "fwl_score_release", "partial_out"]
 
 
 def _design_columns(facts, d: int) -> tuple[list[int], int | None]:
@@ -225,6 +225,33 @@ def partial_out(
     )
 
 
+#: details taken from stage 1 (:func:`partial_out`) and why they are public
+STAGE1_DETAILS = {
+    "row_bound": "paid statistic: `grid quantile (row norm)`",
+    "sigma_gram": "paid statistic: Gaussian noise scale of the Gram, a function of the `grid quantile (row norm)` "
+                  "bound and the budget",
+}
+
+#: the keys of :func:`fwl_score_release`'s details and why each is public
+FWL_SCORE_DETAILS = {
+    **STAGE1_DETAILS,
+    "theta0": "paid statistic: pilot from the `Gaussian Gram of (1, controls, x, y)`",
+    "unshrunk": "paid statistic: theta0 + S / T from `Gaussian sum of clip(u) clip(v)`, `Gaussian sum of clip(u)^2`",
+    "noise_sd": "paid statistic: a function of `Gaussian sum of clip(u) clip(v)`, `Gaussian sum of clip(u)^2` "
+                "and their noise scales",
+    "scales_ok": "paid statistic: a test on `grid quantile (row norm)` and `grid quantile |u|` (or the bound B_u)",
+    "C_u": "paid statistic: `grid quantile |u|` times c_u, at most B_u (B_u alone for a public 0/1 column)",
+    "C_v": "paid statistic: `grid quantile |v|` times c_v, at most B_v (B_v alone for a public 0/1 outcome)",
+    "B_u": "paid statistic: largest |u| under the public bounds, given `Gaussian Gram of (1, controls, x, y)` and "
+           "the private `grid median` locations and scales (inf without bounds)",
+    "B_v": "paid statistic: largest |v| under the public bounds, given `Gaussian Gram of (1, controls, x, y)` and "
+           "the private `grid median` locations and scales (inf without bounds)",
+    "sigma_S": "paid statistic: 2 C_u C_v / sqrt(2 rho_S), from `grid quantile |u|`, `grid quantile |v|` (or the bounds)",
+    "sigma_T": "paid statistic: C_u^2 / sqrt(2 rho_T), from `grid quantile |u|` (or the bound B_u)",
+    "private_columns": "public fact: number of columns standardised privately (those without public bounds)",
+}
+
+
 def fwl_score_release(
     X: np.ndarray,
     y: np.ndarray,
@@ -348,6 +375,7 @@ class FWLScore(Algorithm):
         "shrink": Param(1.0, "positive-part shrinkage of the estimate towards 0 by its noise z-score (our choice)"),
         "q_row_max": Param(0.9, "the Gram row bound is at most the 0.9 quantile of row norms (our choice)"),
     }
+    public_details = dict(FWL_SCORE_DETAILS)
 
     def _run(self, data, facts, epsilon, delta, rng):
         p = self.params

@@ -49,6 +49,13 @@ _CITATION = (
 )
 
 
+#: details shared by both aggregates (the count of valid blocks is a data statistic: never reported)
+_PUBLIC_DETAILS = {
+    "k": "public fact: number of blocks, a function of n, d and the hyperparameters (choose_blocks)",
+    "range": "paid statistic: `grid quantile (range low)`, `grid quantile (range high)`",
+}
+
+
 def _blocks(data: TaskData, facts: Any, rng: np.random.Generator, rows_per_param: float, min_extra: int):
     n, d = data.n, data.d
     k = choose_blocks(n, d, rows_per_param, min_extra)
@@ -78,6 +85,7 @@ class SAMedian(Algorithm):
         "range_quantiles": Param((0.25, 0.75), "quantiles the range is built on, widened by `widen` (our choice)"),
         "widen": Param(1.0, "the range is widened by this many widths on each side (our choice)"),
     }
+    public_details = dict(_PUBLIC_DETAILS)
 
     def _run(self, data, facts, epsilon, delta, rng):
         p = self.params
@@ -93,7 +101,7 @@ class SAMedian(Algorithm):
         est = private_median_interval(theta, lo, hi, e_med, rng)
         acc.spend("Smith median", e_med, note="sensitivity 1 (one block changes)")
         return self.release(
-            est, acc, k=bs.k, valid_blocks=int(bs.valid.sum()), range=(lo, hi),
+            est, acc, k=bs.k, range=(lo, hi),
         )
 
 
@@ -121,6 +129,11 @@ class SAWinsorized(Algorithm):
                                   "0.1/0.9 cannot be located with few blocks)"),
         "widen": Param(1.0, "the range is widened by this many widths on each side (our choice)"),
     }
+    public_details = {
+        **_PUBLIC_DETAILS,
+        "laplace_scale": "paid statistic: (U - L) / eps_mean from the private range `grid quantile (range low)`, "
+                         "`grid quantile (range high)`",
+    }
 
     def _run(self, data, facts, epsilon, delta, rng):
         p = self.params
@@ -140,7 +153,7 @@ class SAWinsorized(Algorithm):
         acc.spend("Laplace winsorised sum", e_mean, note=f"sensitivity U-L={hi - lo:.6g}")
         est = c + s_noisy / bs.k
         return self.release(
-            est, acc, k=bs.k, valid_blocks=int(bs.valid.sum()), range=(lo, hi), laplace_scale=scale,
+            est, acc, k=bs.k, range=(lo, hi), laplace_scale=scale,
         )
 
 

@@ -93,6 +93,16 @@ def _n_private_ranges(facts) -> int:
     return out
 
 
+#: the bounds the data are rescaled with (variants with private or public bounds)
+_BOUNDS_DETAILS = {
+    "x_bounds": "paid statistic: `grid quantile (range of x` (low and high), or the public bounds of x when the "
+                "facts give them",
+    "y_bounds": "paid statistic: `grid quantile (range of y` (low and high), or the public bounds of y when the "
+                "facts give them",
+}
+_NOISYSTATS_SCALE = {"laplace_scale": "public fact: (1 - 1/n) / (eps / 2), eps what the ranges leave of the budget"}
+
+
 class _SimpleRegression(Algorithm):
     """Shared set-up: check the design, find the bounds, rescale to [0, 1]."""
 
@@ -113,7 +123,9 @@ class _SimpleRegression(Algorithm):
         xs = (np.clip(x, *bx) - bx[0]) / (bx[1] - bx[0])
         ys = (np.clip(y, *by) - by[0]) / (by[1] - by[0])
         unit = (by[1] - by[0]) / (bx[1] - bx[0])
-        return acc, xs, ys, unit, epsilon - eps_range, {"x_bounds": bx, "y_bounds": by}
+        # data-bounds variants read the bounds from the data without privacy: not reported
+        det = {} if self.data_bounds else {"x_bounds": bx, "y_bounds": by}
+        return acc, xs, ys, unit, epsilon - eps_range, det
 
 
 def _decline_d(self_, data):
@@ -164,6 +176,7 @@ class NoisyStats(_NoisyStatsBase):
     defaults = {
         "range_share": Param(0.2, "share of epsilon for private ranges when bounds are not public (our choice)"),
     }
+    public_details = {**_BOUNDS_DETAILS, **_NOISYSTATS_SCALE}
 
 
 @register
@@ -177,6 +190,7 @@ class NoisyStatsDataBounds(_NoisyStatsBase):
     summary = "NoisyStats with data min/max as bounds (not DP; comparison only)"
     defaults = {"range_share": Param(0.0, "unused: bounds come from the data")}
     data_bounds = True
+    public_details = dict(_NOISYSTATS_SCALE)
 
 
 def matched_slopes(x: np.ndarray, y: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -198,6 +212,7 @@ def matched_slopes(x: np.ndarray, y: np.ndarray, k: int, rng: np.random.Generato
 
 class _TheilSenBase(_SimpleRegression):
     widened = False
+    public_details = dict(_BOUNDS_DETAILS)
 
     def _run(self, data, facts, epsilon, delta, rng):
         setup = self._setup(data, facts, epsilon, delta, rng)
@@ -216,7 +231,8 @@ class _TheilSenBase(_SimpleRegression):
             s = private_median_interval(slopes, lo, hi, e_med, rng)
             mech = "exponential-mechanism median of slopes"
         acc.spend(mech, eps, note=f"{k} matching(s): score sensitivity {k}")
-        return self.release(s * unit, acc, pairs=int(slopes.size), **det)
+        # the number of pairs with distinct x is a data statistic: never reported
+        return self.release(s * unit, acc, **det)
 
 
 _TS_DEFAULTS = {
@@ -267,4 +283,5 @@ class TheilSenDataBounds(_TheilSenBase):
     summary = "DP Theil-Sen with data min/max as bounds (not DP; comparison only)"
     defaults = {**_TS_DEFAULTS, "range_share": Param(0.0, "unused: bounds come from the data")}
     data_bounds = True
+    public_details: dict[str, str] = {}  # the bounds come from the data: not reported
 

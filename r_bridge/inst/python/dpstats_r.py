@@ -138,7 +138,9 @@ def result_to_r(res: Any) -> dict:
         "coefficient": res.coefficient,
         "outcome": res.outcome,
         "bounds": {k: [float(v[0]), float(v[1])] for k, v in res.bounds.items()},
-        "seed": res.seed,
+        "seeded": bool(res.seeded),
+        "levels": {k: [_plain(v) for v in lv] for k, lv in res.levels.items()},
+        "levels_from_data": list(res.levels_from_data),
         "params": _plain(dict(res.params)),
         "citation": res.citation,
         "summary": res.summary(),
@@ -159,6 +161,13 @@ def private(task: str, columns: dict, names: Any, nrow: int, kwargs: dict) -> di
     if kwargs.get("seed") is not None:
         seed = float(kwargs["seed"])
         kwargs["seed"] = int(seed) if seed.is_integer() else seed
+    levels = kwargs.get("levels")
+    if levels is not None:
+        # an R vector of one level arrives as a scalar
+        kwargs["levels"] = {str(k): ([v] if isinstance(v, (str, int, float, bool)) else list(v))
+                            for k, v in levels.items()}
+    if "secure" in kwargs and isinstance(kwargs["secure"], (list, tuple)) and len(kwargs["secure"]) == 1:
+        kwargs["secure"] = kwargs["secure"][0]
     bounds = kwargs.get("bounds")
     if bounds is not None:
         kwargs["bounds"] = {str(k): list(np.atleast_1d(np.asarray(v, dtype=float))) for k, v in bounds.items()}

@@ -18,3 +18,27 @@ mroz_data <- function() {
 }
 
 MROZ_FORMULA <- lwage ~ educ + exper + I(exper^2)
+
+# A release with a fixed seed, for a test that needs a reproducible number. The
+# seed warning (class dpstats_privacy_leak) must be raised; it is muffled, other
+# warnings pass on.
+seeded <- function(expr) {
+  seen <- FALSE
+  val <- withCallingHandlers(expr, dpstats_privacy_leak = function(w) {
+    if (grepl("fixed seed", conditionMessage(w), fixed = TRUE)) {
+      seen <<- TRUE
+      invokeRestart("muffleWarning")
+    }
+  })
+  testthat::expect_true(seen, label = "the fixed-seed warning was raised")
+  val
+}
+
+# A direct Python call with a fixed seed: its (expected) seed warning is silenced in Python.
+py_seeded <- function(expr) {
+  w <- reticulate::import("warnings")
+  with(w$catch_warnings(), {
+    w$filterwarnings("ignore", message = "a fixed seed")
+    expr
+  })
+}

@@ -1,33 +1,33 @@
 test_that("dp_coef gives the same release as Python on the same data frame and seed", {
   mroz <- mroz_data()
-  res <- dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, bounds = list(educ = c(0, 20)), seed = 3)
+  res <- seeded(dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, bounds = list(educ = c(0, 20)), seed = 3))
   expect_s3_class(res, "dp_result")
   # the same number computed by calling Python directly, on reticulate's own conversion of the data frame
   dp <- reticulate::import("dpstats", convert = TRUE)
-  py <- dp$private_coef(reticulate::r_to_py(mroz), "lwage ~ educ + exper + I(exper**2)", coef = "educ",
-                        epsilon = 1, bounds = reticulate::dict(educ = c(0, 20)), seed = 3L)
+  py <- py_seeded(dp$private_coef(reticulate::r_to_py(mroz), "lwage ~ educ + exper + I(exper**2)", coef = "educ",
+                        epsilon = 1, bounds = reticulate::dict(educ = c(0, 20)), seed = 3L))
   expect_identical(unname(coef(res)), py$estimate)
   expect_identical(res$n, 428L)
   expect_identical(res$method, py$method)
   # another seed, another release
-  other <- dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, bounds = list(educ = c(0, 20)), seed = 4)
+  other <- seeded(dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, bounds = list(educ = c(0, 20)), seed = 4))
   expect_false(identical(coef(other), coef(res)))
-  again <- dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, bounds = list(educ = c(0, 20)), seed = 3)
+  again <- seeded(dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, bounds = list(educ = c(0, 20)), seed = 3))
   expect_identical(coef(again), coef(res))
 })
 
 test_that("dp_ols and dp_mean match Python and name their estimates", {
   mroz <- mroz_data()
   dp <- reticulate::import("dpstats", convert = TRUE)
-  ols <- dp_ols(lwage ~ educ + exper, mroz, epsilon = 2, bounds = list(educ = c(0, 20)), seed = 5)
-  py <- dp$private_ols(reticulate::r_to_py(mroz), "lwage ~ educ + exper", epsilon = 2,
-                       bounds = reticulate::dict(educ = c(0, 20)), seed = 5L)
+  ols <- seeded(dp_ols(lwage ~ educ + exper, mroz, epsilon = 2, bounds = list(educ = c(0, 20)), seed = 5))
+  py <- py_seeded(dp$private_ols(reticulate::r_to_py(mroz), "lwage ~ educ + exper", epsilon = 2,
+                       bounds = reticulate::dict(educ = c(0, 20)), seed = 5L))
   expect_identical(names(coef(ols)), c("Intercept", "educ", "exper"))
   # (numpy arrays are read as lists: reticulate 1.28 cannot convert numpy 2 arrays)
   expect_identical(unname(coef(ols)), as.numeric(unlist(py$estimate$tolist())))
-  m <- dp_mean(mroz, c("educ", "age"), epsilon = 1, bounds = list(educ = c(0, 20), age = c(18, 65)), seed = 2)
-  pm <- dp$private_mean(reticulate::r_to_py(mroz), list("educ", "age"), epsilon = 1,
-                        bounds = reticulate::dict(educ = c(0, 20), age = c(18, 65)), seed = 2L)
+  m <- seeded(dp_mean(mroz, c("educ", "age"), epsilon = 1, bounds = list(educ = c(0, 20), age = c(18, 65)), seed = 2))
+  pm <- py_seeded(dp$private_mean(reticulate::r_to_py(mroz), list("educ", "age"), epsilon = 1,
+                        bounds = reticulate::dict(educ = c(0, 20), age = c(18, 65)), seed = 2L))
   expect_identical(unname(coef(m)), as.numeric(unlist(pm$estimate$tolist())))
   expect_identical(m$n, 753L)
 })
@@ -67,7 +67,8 @@ test_that("missing values survive the trip to Python in every column type", {
   df$flag[4:5] <- NA
   df$grp[6] <- NA
   df$lab[7] <- NA
-  res <- dp_ols(y ~ x + k + flag + grp + lab, df, epsilon = 1, seed = 1)
+  expect_warning(res <- dp_ols(y ~ x + k + flag + grp + lab, df, epsilon = 1), "read from the data",
+                 class = "dpstats_privacy_leak")
   expect_identical(res$n, as.integer(n - 7))
   expect_identical(res$diagnostics$dropped_missing, 7L)
   expect_true("C(grp)[T.b]" %in% names(coef(res)) || "grp[T.b]" %in% names(coef(res)))
@@ -129,8 +130,78 @@ test_that("a declined release is a result", {
 test_that("integer columns keep Python's level names, and R's coefficient names are accepted", {
   mroz <- mroz_data()
   expect_type(mroz$city, "integer")
-  res <- dp_coef(lwage ~ educ + factor(city), mroz, coef = "factor(city)1", epsilon = 1, seed = 1)
+  seeded(expect_warning(res <- dp_coef(lwage ~ educ + factor(city), mroz, coef = "factor(city)1", epsilon = 1,
+                                       seed = 1), "levels of \\['city'\\] are read", class = "dpstats_privacy_leak"))
   expect_identical(names(coef(res)), "C(city)[T.1]")
-  same <- dp_coef("lwage ~ educ + C(city)", mroz, coef = "C(city)[T.1]", epsilon = 1, seed = 1)
+  same <- seeded(dp_coef("lwage ~ educ + C(city)", mroz, coef = "C(city)[T.1]", epsilon = 1, seed = 1,
+                         levels = list(city = c(0, 1))))
   expect_identical(coef(same), coef(res))
+})
+
+test_that("without a seed the noise is secret: two calls differ, and no seed is kept or printed", {
+  mroz <- mroz_data()
+  expect_null(formals(dp_coef)$seed)
+  expect_null(formals(dp_ols)$seed)
+  expect_null(formals(dp_mean)$seed)
+  a <- dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, bounds = list(educ = c(0, 20)), method = "adassp_std")
+  b <- dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, bounds = list(educ = c(0, 20)), method = "adassp_std")
+  expect_false(identical(coef(a), coef(b)))
+  m1 <- dp_mean(mroz, "educ", epsilon = 1, bounds = list(educ = c(0, 20)))
+  m2 <- dp_mean(mroz, "educ", epsilon = 1, bounds = list(educ = c(0, 20)))
+  expect_false(identical(coef(m1), coef(m2)))
+  expect_false(a$seeded)
+  # a seed warns, reproduces, and shows nowhere
+  expect_warning(s1 <- dp_ols(lwage ~ educ, mroz, epsilon = 1, bounds = list(educ = c(0, 20)), seed = 918273645),
+                 "fixed seed", class = "dpstats_privacy_leak")
+  s2 <- seeded(dp_ols(lwage ~ educ, mroz, epsilon = 1, bounds = list(educ = c(0, 20)), seed = 918273645))
+  expect_identical(coef(s1), coef(s2))
+  expect_false("seed" %in% names(s1))
+  expect_true(s1$seeded)
+  shown <- paste(c(capture.output(print(s1)), capture.output(print(summary(s1))),
+                   capture.output(print(dp_tidy(s1))), capture.output(print(dp_interpretation(s1)))), collapse = "\n")
+  expect_false(grepl("918273645", shown, fixed = TRUE))
+  expect_match(shown, "fixed seed")
+})
+
+test_that("epsilon is required and secure reaches Python", {
+  mroz <- mroz_data()
+  for (f in list(dp_coef, dp_ols, dp_mean)) expect_identical(formals(f)$epsilon, quote(expr = ))
+  expect_error(dp_ols(lwage ~ educ, mroz), "epsilon is required", class = "dpstats_error")
+  expect_error(dp_mean(mroz, "educ"), "epsilon is required", class = "dpstats_error")
+  expect_false(formals(dp_coef)$secure)
+  expect_error(dp_mean(mroz, "educ", epsilon = 1, secure = "yes"), "secure must be True or False",
+               class = "dpstats_TypeError")
+})
+
+test_that("declared levels fix the dummy columns whatever the data hold", {
+  mroz <- mroz_data()
+  lv <- list(city = c(0, 1))
+  town <- mroz[mroz$city == 0, ]            # no city-dweller at all: C(city)[T.1] is a column of zeros
+  full <- dp_ols(lwage ~ educ + factor(city), mroz, epsilon = 1, bounds = list(educ = c(0, 20)), levels = lv)
+  part <- dp_ols(lwage ~ educ + factor(city), town, epsilon = 1, bounds = list(educ = c(0, 20)), levels = lv)
+  expect_identical(names(coef(full)), c("Intercept", "C(city)[T.1]", "educ"))
+  expect_identical(names(coef(part)), names(coef(full)))
+  expect_true(all(is.finite(coef(part))))
+  expect_length(part$levels_from_data, 0L)
+  expect_output(print(summary(part)), "public levels: city in {0, 1}", fixed = TRUE)
+  # without declared levels: the empty dummy is dropped by looking at the data, and a warning says so
+  expect_warning(undeclared <- dp_ols(lwage ~ educ + factor(city), town, epsilon = 1,
+                                      bounds = list(educ = c(0, 20))),
+                 "read from the data", class = "dpstats_privacy_leak")
+  expect_identical(names(coef(undeclared)), c("Intercept", "educ"))
+  expect_identical(undeclared$levels_from_data, "city")
+  expect_match(dp_interpretation(undeclared), "levels of city were read from the data")
+  # a factor column with a declared level it never takes
+  df <- transform(mroz, kids = factor(ifelse(kidslt6 > 0, "young", "none")))
+  k <- dp_coef(lwage ~ educ + kids, df, coef = "kids[T.teen]", epsilon = 1, bounds = list(educ = c(0, 20)),
+               levels = list(kids = c("none", "young", "teen")))
+  expect_true(is.finite(coef(k)))
+  # a value in the data that is not declared
+  expect_error(dp_ols(lwage ~ educ + factor(city), mroz, epsilon = 1, levels = list(city = 1)),
+               "levels: column 'city' has value\\(s\\) 0 not among its declared levels", class = "dpstats_error")
+  expect_error(dp_ols(lwage ~ educ, mroz, epsilon = 1, levels = c("a", "b")), "named list", class = "dpstats_error")
+  # means of a column with declared levels are its shares
+  sh <- dp_mean(df, c("educ", "kids"), epsilon = 1, bounds = list(educ = c(0, 20)),
+                levels = list(kids = c("none", "young", "teen")))
+  expect_identical(names(coef(sh)), c("educ", "kids[none]", "kids[young]", "kids[teen]"))
 })

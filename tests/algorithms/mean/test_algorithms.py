@@ -168,10 +168,10 @@ def test_kv_final_noise_matches_released_box():
 
 
 def test_bhs_ptr_test_is_private_and_fails_unstable_data():
-    """PASS iff z + Lap(3/eps) < T: the bit is eps/3-DP for a sensitivity-1 score and passes w.p. <= delta/6 at z >= k - 3."""
+    """PASS iff z + Lap(6/eps) < T: the bit is eps/3-DP for a sensitivity-2 score and passes w.p. <= delta/6 at z >= k - 3."""
     for eps in (1.0, 3.0, 10.0):
         k = bhs_k(eps, DELTA)
-        et, dt = eps / 3, DELTA / 6
+        et, dt = eps / 6, DELTA / 6  # et = eps/3 per unit of sensitivity 2
         T = (k - 3) - math.log(1 / (2 * dt)) / et
 
         def p_pass(z):  # P(z + Lap(1/et) < T)
@@ -184,15 +184,15 @@ def test_bhs_ptr_test_is_private_and_fails_unstable_data():
 
         tol = 1 + 1e-9
         for z in range(0, k + 1):
-            for w in (z - 1, z + 1):
+            for w in (z - 2, z - 1, z + 1, z + 2):
                 if 0 <= w <= k:
-                    assert p_pass(z) <= math.exp(et) * p_pass(w) * tol
-                    assert p_fail(z) <= math.exp(et) * p_fail(w) * tol
+                    assert p_pass(z) <= math.exp(2 * et) * p_pass(w) * tol
+                    assert p_fail(z) <= math.exp(2 * et) * p_fail(w) * tol
         assert p_pass(k - 3) <= dt * (1 + 1e-9)
-        assert p_pass(0) > 1 - 1e-6
+        assert p_pass(0) > 0.75
 
 
-def test_bhs_scores_move_by_at_most_one_on_neighbours():
+def test_bhs_scores_move_by_at_most_two_on_neighbours():
     rng = np.random.default_rng(17)
     k, lam0 = 3, 6.0
     X = rng.normal(size=(40, 2))
@@ -207,9 +207,9 @@ def test_bhs_scores_move_by_at_most_one_on_neighbours():
             X2[i] = row
             Y2 = (X2[:m] - X2[m:]) / math.sqrt(2)
             S2, t1, _ = stable_covariance(Y2, lam0, k)
-            assert abs(t1 - s1) <= 1
+            assert abs(t1 - s1) <= 2  # 2 is attained: test_constants_tukey_bhs.py
             _, t2, _ = stable_mean(X2, S, lam0, k, R)  # same covariance: the mean score alone
-            assert abs(t2 - s2) <= 1
+            assert abs(t2 - s2) <= 2
 
 
 def test_bhs_fast_sets_equal_pseudocode():
@@ -225,9 +225,11 @@ def test_bhs_fast_sets_equal_pseudocode():
         while active.size >= 2:
             G = Y[active].T @ Y[active]
             lev = 60 * np.einsum("ij,jk,ik->i", Y[active], np.linalg.inv(G), Y[active])
-            if np.all(lev <= 2 * lam):
+            if np.all(lev <= lam):
                 break
-            active = active[lev <= 2 * lam]
+            active = active[lev <= lam]
+        if active.size < 2:  # rank deficient (d = 2): the empty set
+            active = active[:0]
         assert sizes[ell] == active.size
     R = rng.choice(120, 30, replace=False)
     mu, s2, levels = stable_mean(X, S, lam0, k, R)
@@ -494,19 +496,20 @@ def test_bhs_noise_is_c2_sigma(monkeypatch):
     n, eps, lam0 = 2000, 10.0, 1.0
     X = np.zeros((n, 2))
     c2 = 810 * lam0 * math.log(12 / DELTA) / (eps * n) ** 2
-    est = np.array([run("bhs_affine", X, facts_for(X), eps, s, lambda0=lam0).estimate for s in range(1500)])
+    outs = [run("bhs_affine", X, facts_for(X), eps, s, lambda0=lam0) for s in range(1600)]
+    est = np.array([o.estimate for o in outs if o.released])  # score 0 passes w.p. 0.98
     w = (est - mu) @ np.linalg.inv(np.linalg.cholesky(Sigma)).T / math.sqrt(c2)
     assert np.allclose(w.std(axis=0, ddof=1), 1.0, rtol=0.07)
     assert abs(np.corrcoef(w, rowvar=False)[0, 1]) < 0.1
 
 
 def test_bhs_test_passes_with_the_laplace_probabilities(monkeypatch):
-    """P(PASS | z) = P(z + Lap(3/eps) < T), T = k - 3 - 3 log(3/delta)/eps; a score of k - 3 never passes in practice."""
+    """P(PASS | z) = P(z + Lap(6/eps) < T), T = k - 3 - 6 log(3/delta)/eps (score sensitivity 2); k - 3 never passes in practice."""
     n, eps, lam0 = 2000, 10.0, 1.0
     X = np.zeros((n, 2))
     k = bhs_k(eps, DELTA)
-    T = (k - 3) - 3 * math.log(3 / DELTA) / eps
-    b = 3 / eps
+    T = (k - 3) - 6 * math.log(3 / DELTA) / eps
+    b = 6 / eps
     for z in (math.floor(T), math.floor(T) + 1, k - 3):
         _bhs_with_scores(monkeypatch, z, np.eye(2), np.zeros(2))
         passed = np.mean([run("bhs_affine", X, facts_for(X), eps, s, lambda0=lam0).released for s in range(2000)])

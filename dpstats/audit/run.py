@@ -1,0 +1,659 @@
+"""The audit driver: run an algorithm many times on neighbouring data sets and bound its epsilon from below.
+
+Design
+------
+``trials`` runs in total, each with its own seed (``default_rng([seed, i])``):
+
+* runs ``0 .. T/4``: *fitting* runs, alternately on ``D`` and ``D'``; the
+  distinguishing statistics (:mod:`dpstats.audit.attack`) are fitted on them;
+* runs ``T/4 .. T/2``: *selection* runs, alternately on ``D`` and ``D'``; for
+  each estimator the statistic, its orientation and the threshold that give the
+  best bound here are chosen;
+* runs ``T/2 .. T``: *evaluation* runs, each on ``D'`` or ``D`` by an
+  independent fair coin (as the one-run theorem needs); every bound is
+  computed on these runs only, at the thresholds chosen before, so no
+  correction for the search is needed.
+
+Estimators and what they refute
+-------------------------------
+``clopper_pearson`` and ``one_run`` refute the bare ``(epsilon, delta)``
+claim. ``zcdp`` refutes the algorithm's own ledger when it accounts in zCDP
+(unit ``rho``): a lower bound on ``rho`` above the ``rho`` charged. ``gdp``
+refutes a ledger in Gaussian DP (unit ``mu^2``): a lower bound on ``mu`` above
+the ``mu`` charged; for other ledgers its epsilon rests on a Gaussian trade-off
+curve and is shown for information only. The estimators that count split
+``alpha = 1 - confidence`` equally (Bonferroni), so the reported
+``epsilon_lower`` (their maximum) holds with probability ``confidence``.
+
+The audit also reads the ledger of every run: a ledger that charges more than
+the budget, or a release that reports more, is a violation by itself; and a
+ledger that charges the budget for noise that was not drawn shows up through
+the ``zcdp`` / ``gdp`` estimators, whose claim is the ledger's.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+import os
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+from scipy import special
+
+from dpstats.algorithms import Algorithm, Decline, Release, get, list_algorithms, load_plugin
+from dpstats.privacy.accounting import zcdp_epsilon
+from dpstats.audit import bounds as B
+from dpstats.audit.attack import DECLINED, ERROR, KIND_NAMES, RELEASED, STATISTICS, Runs, fit_statistic
+from dpstats.audit.exposure import exposure, summarize_exposure
+from dpstats.audit.neighbours import CANARY_MODES, DESIGNS, Neighbours, from_instance, generated
+
+__all__ = ["AuditResult", "audit", "resolve_algorithm", "min_trials", "ESTIMATORS"]
+
+ESTIMATORS = ("clopper_pearson", "one_run", "zcdp", "gdp")
+_MAX_THRESHOLDS = 300
+_MAX_MESSAGES = 3
+
+
+# --------------------------------------------------------------------------
+# Input checks
+# --------------------------------------------------------------------------
+
+
+def resolve_algorithm(spec: str | type, task: str | None = None) -> type:
+    """The algorithm class for a registry name or ``module:object`` plugin (or a class).
+
+    Raises
+    ------
+    ValueError
+        Naming ``algorithm`` or ``--task``: unknown name, plugin that cannot be
+        imported (or raises on import), a task the algorithm does not have, a
+        name that exists for several tasks without ``task``.
+    """
+    from dpstats.algorithms import TASKS
+
+    if task is not None and task not in TASKS:
+        raise ValueError(f"--task: unknown task {task!r}; choose one of {', '.join(TASKS)}")
+    if isinstance(spec, type):
+        if not issubclass(spec, Algorithm):
+            raise ValueError(f"algorithm: {spec!r} is not a dpstats Algorithm subclass")
+        cls = spec
+    elif ":" in str(spec):
+        try:
+            cls = load_plugin(str(spec))
+        except ValueError as exc:
+            raise ValueError(f"algorithm: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - a plugin that raises on import is bad input
+            raise ValueError(f"algorithm: plugin {spec!r} raised on import: {type(exc).__name__}: {exc}") from None
+    else:
+        tasks = [a.task for a in list_algorithms() if a.name == spec]
+        if not tasks:
+            known = ", ".join(sorted({a.name for a in list_algorithms(task)}))
+            raise ValueError(f"algorithm: unknown algorithm {spec!r}{'' if task is None else ' for task ' + task}; "
+                             f"known: {known}")
+        if task is None:
+            if len(tasks) > 1:
+                raise ValueError(f"--task: algorithm {spec!r} exists for tasks {', '.join(tasks)}; choose one with --task")
+            task = tasks[0]
+        if task not in tasks:
+            raise ValueError(f"--task: algorithm {spec!r} has no task {task!r} (it has: {', '.join(tasks)})")
+        cls = get(task, str(spec))
+    if task is not None and cls.task != task:
+        raise ValueError(f"--task: algorithm {getattr(cls, 'name', spec)!r} is for task {cls.task!r}, not {task!r}")
+    return cls
+
+
+def _perfect_cp(n_side: int, alpha_each: float, delta: float) -> float:
+    """The Clopper-Pearson bound of a test that separates ``n_side`` runs per side perfectly."""
+    if n_side < 1:
+        return 0.0
+    lo = alpha_each ** (1.0 / n_side)
+    return float(B._eps_from_rates(lo, 1.0 - lo, delta))
+
+
+def min_trials(epsilon: float, delta: float, confidence: float, n_estimators: int = 2) -> int:
+    """Fewest trials with which a perfect attack could show a bound above ``epsilon`` (Clopper-Pearson)."""
+    alpha_each = (1.0 - confidence) / n_estimators / 2.0
+    t = 8
+    while _perfect_cp(t // 4, alpha_each, delta) <= epsilon:
+        t *= 2
+        if t > 1 << 40:
+            break
+    lo, hi = t // 2, t
+    while hi - lo > 4:
+        mid = (lo + hi) // 2
+        if _perfect_cp(mid // 4, alpha_each, delta) > epsilon:
+            hi = mid
+        else:
+            lo = mid
+    return int(hi)
+
+
+# --------------------------------------------------------------------------
+# Running the algorithm (batches of releases per worker process)
+# --------------------------------------------------------------------------
+
+_STATE: dict[str, Any] = {}
+
+
+def _init_worker(payload: dict[str, Any]) -> None:
+    from dpstats.bench.trial import _limit_blas_threads
+
+    _limit_blas_threads(1)
+    _STATE.clear()
+    _STATE.update(payload)
+
+
+def _ledger_totals(ledger) -> dict[str, float]:
+    tot: dict[str, float] = {}
+    for entry in ledger or ():
+        try:
+            _, cost, unit, _ = entry
+        except (TypeError, ValueError):
+            tot["malformed"] = tot.get("malformed", 0.0) + 1.0
+            continue
+        tot[str(unit)] = tot.get(str(unit), 0.0) + float(cost)
+    return tot
+
+
+def _run_chunk(indices: np.ndarray, sides: np.ndarray) -> dict[str, Any]:
+    s = _STATE
+    cls, params, nb = s["cls"], s["params"], s["neighbours"]
+    eps, dlt, seed, dim = s["epsilon"], s["delta"], s["seed"], s["dim"]
+    k = len(indices)
+    values = np.full((k, dim), np.nan)
+    kind = np.zeros(k, dtype=np.int8)
+    units: dict[str, float] = {}
+    reported = 0.0
+    reported_delta = 0.0
+    empty = 0
+    mixed = 0
+    messages: list[str] = []
+    decline_reasons: dict[str, int] = {}
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for j, (i, side) in enumerate(zip(indices, sides)):
+            data = nb.neighbour if side else nb.base
+            rng = np.random.default_rng([int(seed), int(i)])
+            try:
+                out = cls(**params).run(data, nb.facts, eps, dlt, rng)
+            except Exception as exc:  # noqa: BLE001 - a run that raises is an output (kind error), counted
+                kind[j] = ERROR
+                if len(messages) < _MAX_MESSAGES:
+                    messages.append(f"{type(exc).__name__}: {exc}"[:300])
+                continue
+            if isinstance(out, Release):
+                est = np.asarray(out.estimate, dtype=float).reshape(-1)
+                if est.size != dim or not np.all(np.isfinite(est)):
+                    kind[j] = ERROR
+                    if len(messages) < _MAX_MESSAGES:
+                        messages.append(f"non-finite or mis-shaped estimate {est[:4]}")
+                else:
+                    values[j] = est
+            elif isinstance(out, Decline):
+                kind[j] = DECLINED
+                r = str(out.reason)[:80]
+                decline_reasons[r] = decline_reasons.get(r, 0) + 1
+            tot = _ledger_totals(getattr(out, "ledger", ()))
+            if not tot:
+                empty += 1
+            if len(tot) > 1:
+                mixed += 1
+            for u, c in tot.items():
+                units[u] = max(units.get(u, 0.0), c)
+            reported = max(reported, float(getattr(out, "epsilon", 0.0) or 0.0))
+            reported_delta = max(reported_delta, float(getattr(out, "delta", 0.0) or 0.0))
+    return {"indices": indices, "values": values, "kind": kind, "units": units, "reported": reported,
+            "reported_delta": reported_delta, "empty": empty, "mixed": mixed, "messages": messages,
+            "declines": decline_reasons, "seconds": time.perf_counter() - t0}
+
+
+def _run_all(payload: dict[str, Any], indices: np.ndarray, sides: np.ndarray, workers: int,
+             log: Callable[[str], None] | None) -> list[dict[str, Any]]:
+    n = indices.size
+    chunk = int(max(20, min(500, math.ceil(n / max(workers, 1) / 10))))
+    parts = [(indices[a:a + chunk], sides[a:a + chunk]) for a in range(0, n, chunk)]
+    results = []
+    if workers <= 1:
+        saved = dict(_STATE)
+        try:
+            _STATE.clear()
+            _STATE.update(payload)
+            for p in parts:
+                results.append(_run_chunk(*p))
+        finally:
+            _STATE.clear()
+            _STATE.update(saved)
+        return results
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+    done = 0
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
+                             initargs=(payload,)) as ex:
+        futs = [ex.submit(_run_chunk, *p) for p in parts]
+        for f in futs:
+            results.append(f.result())
+            done += len(results[-1]["indices"])
+            if log is not None and len(results) % max(1, len(parts) // 10) == 0:
+                log(f"  {done}/{n} releases")
+    return results
+
+
+# --------------------------------------------------------------------------
+# Bounds on the evaluation runs
+# --------------------------------------------------------------------------
+
+
+def _grid(s_in: np.ndarray, s_out: np.ndarray) -> np.ndarray:
+    allv = np.unique(np.concatenate([s_in, s_out]))
+    if allv.size > _MAX_THRESHOLDS:
+        allv = np.unique(np.quantile(allv, np.linspace(0, 1, _MAX_THRESHOLDS), method="inverted_cdf"))
+    return np.unique(np.concatenate([allv, [np.inf]]))
+
+
+def _counts(s_in, s_out, t):
+    tp = s_in.size - np.searchsorted(np.sort(s_in), t, side="left")
+    fp = s_out.size - np.searchsorted(np.sort(s_out), t, side="left")
+    return tp, fp
+
+
+def _zcdp_values(tp, n_in, fp, n_out, a):
+    p = B.clopper_pearson_lower(tp, n_in, a)
+    q = B.clopper_pearson_upper(fp, n_out, a)
+    return np.array([B.zcdp_rho_lower_bound(pi, qi) for pi, qi in zip(np.atleast_1d(p), np.atleast_1d(q))])
+
+
+def _value(est: str, tp, n_in, fp, n_out, alpha_k: float, delta: float, m_total: int | None = None):
+    tp, fp = np.asarray(tp), np.asarray(fp)
+    if est == "clopper_pearson":
+        return B._cp_values(tp, n_in, fp, n_out, alpha_k / 2.0, delta)
+    if est == "gdp":
+        return B._gdp_values(tp, n_in, fp, n_out, alpha_k / 2.0, delta)
+    if est == "zcdp":
+        return _zcdp_values(tp, n_in, fp, n_out, alpha_k / 2.0)
+    # one run: guesses = runs at or above the threshold (m = all runs)
+    m = m_total or (n_in + n_out)
+    r = tp + fp
+    prec = np.where(r > 0, tp / np.maximum(r, 1), 0.0)
+    vals = np.zeros(tp.size)
+    best = 0.0
+    for i in np.argsort(-prec, kind="stable"):
+        if r[i] == 0 or prec[i] <= special.expit(best):
+            continue
+        vals[i] = B.epsilon_one_run(m, int(r[i]), int(tp[i]), delta, 1.0 - alpha_k).epsilon
+        best = max(best, vals[i])
+    return vals
+
+
+@dataclass
+class AuditResult:
+    """What an audit found. :meth:`to_dict` is the ``--json`` output."""
+
+    algorithm: str
+    task: str
+    interpretation: str
+    epsilon_claimed: float
+    delta: float
+    epsilon_lower: float
+    confidence: float
+    trials: int
+    violation: bool
+    reasons: list[str]
+    bounds: list[dict[str, Any]]
+    ledger: dict[str, Any]
+    exposure: dict[str, Any]
+    outcomes: dict[str, dict[str, int]]
+    errors: dict[str, Any]
+    data: dict[str, Any]
+    seconds: float
+    seconds_per_release: float
+    workers: int
+    seed: int
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def summary(self) -> str:
+        """A plain-text report."""
+        lines = [
+            f"audit of {self.algorithm} ({self.task}, {self.interpretation}) on {self.data['source']} data "
+            f"(n = {self.data['n']}, canary {self.data['mode']} the bounds)",
+            f"claimed epsilon = {self.epsilon_claimed:g}, delta = {self.delta:g}; ledger: {self.ledger['summary']}",
+            f"trials = {self.trials} releases in {self.seconds:.1f} s ({1000 * self.seconds_per_release:.2f} ms each, "
+            f"{self.workers} worker(s)); outcomes {self.outcomes}",
+        ]
+        if self.errors["count"]:
+            lines.append(f"errors: {self.errors['count']} of {self.trials} runs raised or gave a non-finite estimate; "
+                         f"first: {self.errors['messages'][:1]}")
+        lines.append(f"epsilon lower bounds at confidence {self.confidence:g} (Bonferroni over the counted estimators):")
+        for b in self.bounds:
+            tag = "counts" if b["counts"] else "info"
+            lines.append(f"  {b['estimator']:<16} {b['epsilon']:8.4f}   claim {b['claim_epsilon']:.4f}   [{tag}] "
+                         f"{b.get('statistic', '')} {b.get('note', '')}".rstrip())
+        e = self.exposure
+        if e:
+            lines.append(f"exposure of the canary runs: median {e['median']:.3f} (random guessing {e['baseline_median']:.3f}), "
+                         f"mean {e['mean']:.3f} ({e['baseline_mean']:.3f}), p75 {e['p75']:.3f} ({e['baseline_p75']:.3f}); "
+                         f"median-canary bound {e['median_bound']:.4f} (heuristic)")
+        lines.append(f"epsilon_lower = {self.epsilon_lower:.4f} vs claimed {self.epsilon_claimed:g}: "
+                     + ("VIOLATION: " + "; ".join(self.reasons) if self.violation else "no violation found "
+                        "(a lower bound below the claim is not a proof of privacy)"))
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, delta: float = 1e-6,
+          trials: int = 20000, confidence: float = 0.95, seed: int = 0, workers: int | None = None,
+          instance: str | None = None, corpus: str | None = None, n: int = 1000, regressors: int = 2, columns: int = 3,
+          canary: str = "at", design: str = "both", params: dict[str, Any] | None = None,
+          neighbours: Neighbours | None = None,
+          log: Callable[[str], None] | None = None) -> AuditResult:
+    """Audit one algorithm at one privacy level.
+
+    Parameters
+    ----------
+    algorithm : str or Algorithm subclass
+        Registry name or ``module:object`` plugin.
+    task : str, optional
+        Needed when the name exists for several tasks.
+    epsilon, delta : float
+        The claim audited (the budget the algorithm is run with).
+    trials : int
+        Releases in total (a quarter to fit the statistics, a quarter to choose
+        thresholds, half to evaluate).
+    confidence : float in (0, 1)
+    seed : int
+    workers : int, optional
+        Worker processes (default: the number of CPUs, at most 2); 1 runs in
+        this process.
+    instance, corpus : str, optional
+        Use this corpus instance as ``D`` (default: a generated data set).
+    n, regressors, columns : int
+        Size of the generated data set, its regressors (sce, linreg) and its columns (mean).
+    canary : {"at", "beyond"}
+        Canary at the public bounds or beyond them.
+    design : {"both", "mirror", "inside"}
+        Generated data sets (:func:`~dpstats.audit.neighbours.generated`):
+        ``"both"`` audits each design with half the trials and half of
+        ``alpha``; ignored with ``instance``.
+    params : dict, optional
+        Hyperparameters of the algorithm.
+    neighbours : Neighbours, optional
+        A ready pair (overrides ``instance`` and the generated data).
+
+    Returns
+    -------
+    AuditResult
+    """
+    t_start = time.perf_counter()
+    from dpstats.audit.bounds import check_confidence
+
+    try:
+        conf = check_confidence(confidence)
+    except ValueError:
+        raise ValueError(f"--confidence must lie in (0, 1), got {confidence!r}") from None
+    try:
+        eps = float(epsilon)
+        dlt = float(delta)
+    except (TypeError, ValueError):
+        raise ValueError(f"--epsilon / --delta must be numbers, got {epsilon!r}, {delta!r}") from None
+    if not (math.isfinite(eps) and eps > 0):
+        raise ValueError(f"--epsilon must be a positive finite number, got {epsilon!r}")
+    if not (0.0 <= dlt < 1.0):
+        raise ValueError(f"--delta must lie in [0, 1), got {delta!r}")
+    if canary not in CANARY_MODES:
+        raise ValueError(f"--canary must be one of {CANARY_MODES}, got {canary!r}")
+    if design not in DESIGNS + ("both",):
+        raise ValueError(f"--design must be one of {DESIGNS + ('both',)}, got {design!r}")
+    cls = resolve_algorithm(algorithm, task)
+    task = cls.task
+    k_designs = 2 if (design == "both" and neighbours is None and instance is None) else 1
+    need = k_designs * min_trials(eps, dlt, 1.0 - (1.0 - conf) / k_designs)
+    if int(trials) != trials or trials < need:
+        raise ValueError(f"--trials: {trials!r} releases cannot give any bound above the claimed epsilon = {eps:g} "
+                         f"at confidence {conf:g}; at least {need} are needed")
+    trials = int(trials)
+    params = dict(params or {})
+    try:
+        cls(**params)
+    except Exception as exc:  # noqa: BLE001
+        raise ValueError(f"algorithm: constructing {cls.__name__} raised {type(exc).__name__}: {exc}") from None
+    if workers is None:
+        workers = max(1, min(2, os.cpu_count() or 1))
+    if neighbours is None:
+        if instance is not None:
+            from dpstats.data.corpus import Corpus, CorpusError
+
+            try:
+                inst = (Corpus(corpus) if corpus else Corpus.public()).instance(instance)
+            except (CorpusError, KeyError, ValueError) as exc:
+                raise ValueError(f"--instance: {exc}") from None
+            if inst.task != task and not (inst.task == "sce" and task == "linreg"):
+                raise ValueError(f"--instance: {instance!r} is a {inst.task} instance; algorithm {cls.name!r} is {task}")
+            neighbours = from_instance(inst, canary)
+            if neighbours.facts.task != task:
+                from dpstats.audit.neighbours import with_task
+
+                neighbours = with_task(neighbours, task)
+    if neighbours is not None:
+        pairs = [neighbours]
+    elif design == "both":
+        pairs = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=d)
+                 for d in DESIGNS]
+    else:
+        pairs = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=design)]
+    if len(pairs) == 1:
+        return _audit_pair(cls, pairs[0], eps, dlt, conf, trials, seed, workers, params, log, t_start)
+    conf_each = 1.0 - (1.0 - conf) / len(pairs)
+    parts = [_audit_pair(cls, nb, eps, dlt, conf_each, trials // len(pairs), seed + k, workers, params, log,
+                         time.perf_counter()) for k, nb in enumerate(pairs)]
+    return _merge(parts, conf, time.perf_counter() - t_start)
+
+
+def _merge(parts: list["AuditResult"], conf: float, seconds: float) -> "AuditResult":
+    """One result from audits of several designs (each at its share of alpha)."""
+    first = parts[0]
+    bounds_all, reasons, notes = [], [], []
+    for p in parts:
+        src = p.data["source"]
+        bounds_all += [{**b, "design": src} for b in p.bounds]
+        reasons += [f"[{src}] {r}" for r in p.reasons]
+        notes += [f"[{src}] {n}" for n in p.notes]
+    best = max(parts, key=lambda p: p.epsilon_lower)
+    outcomes = {p.data["source"]: p.outcomes for p in parts}
+    errors = {"count": sum(p.errors["count"] for p in parts),
+              "messages": [m for p in parts for m in p.errors["messages"]][:_MAX_MESSAGES],
+              "declines": {k: v for p in parts for k, v in p.errors["declines"].items()}}
+    trials = sum(p.trials for p in parts)
+    return AuditResult(
+        algorithm=first.algorithm, task=first.task, interpretation=first.interpretation,
+        epsilon_claimed=first.epsilon_claimed, delta=first.delta, epsilon_lower=best.epsilon_lower, confidence=conf,
+        trials=trials, violation=any(p.violation for p in parts), reasons=reasons, bounds=bounds_all,
+        ledger=best.ledger, exposure={**best.exposure, "design": best.data["source"]}, outcomes=outcomes,
+        errors=errors, data={**best.data, "designs": [p.data for p in parts]}, seconds=seconds,
+        seconds_per_release=sum(p.seconds_per_release * p.trials for p in parts) / trials, workers=first.workers,
+        seed=first.seed, notes=notes,
+    )
+
+
+def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, trials: int, seed: int,
+                workers: int, params: dict[str, Any], log: Callable[[str], None] | None,
+                t_start: float) -> "AuditResult":
+    """Audit ``cls`` on one pair of neighbours (the module docstring's design)."""
+    task = cls.task
+    dim = 1 if task == "sce" else nb.facts.d
+
+    # the design: fitting, selection (alternating) and evaluation (fair coins) runs
+    q = trials // 4
+    idx = np.arange(trials)
+    sides = np.zeros(trials, dtype=np.int8)
+    sides[: 2 * q] = idx[: 2 * q] % 2
+    coin = np.random.default_rng(np.random.SeedSequence([int(seed), 0xC01]))
+    sides[2 * q:] = coin.integers(0, 2, size=trials - 2 * q)
+    payload = {"cls": cls, "params": params, "neighbours": nb, "epsilon": eps, "delta": dlt, "seed": seed, "dim": dim}
+    if log:
+        log(f"auditing {cls.name} ({task}) at epsilon = {eps:g}: {trials} releases on {workers} worker(s)")
+    chunks = _run_all(payload, idx, sides, workers, log)
+
+    values = np.full((trials, dim), np.nan)
+    kind = np.zeros(trials, dtype=np.int8)
+    units: dict[str, float] = {}
+    reported = reported_delta = 0.0
+    empty = mixed = 0
+    messages: list[str] = []
+    declines: dict[str, int] = {}
+    run_seconds = 0.0
+    for c in chunks:
+        values[c["indices"]] = c["values"]
+        kind[c["indices"]] = c["kind"]
+        for u, v in c["units"].items():
+            units[u] = max(units.get(u, 0.0), v)
+        reported = max(reported, c["reported"])
+        reported_delta = max(reported_delta, c["reported_delta"])
+        empty += c["empty"]
+        mixed += c["mixed"]
+        messages += c["messages"][: max(0, _MAX_MESSAGES - len(messages))]
+        for r, k in c["declines"].items():
+            declines[r] = declines.get(r, 0) + k
+        run_seconds += c["seconds"]
+    n_err = int(np.sum(kind == ERROR))
+    if n_err == trials:
+        raise ValueError(f"algorithm: {cls.name!r} raised (or gave no finite estimate) in every one of the {trials} "
+                         f"runs; first: {messages[:1]}")
+    outcomes = {side: {KIND_NAMES[k]: int(np.sum((sides == s) & (kind == k))) for k in (RELEASED, DECLINED, ERROR)}
+                for side, s in (("with_canary", 1), ("without", 0))}
+    notes: list[str] = []
+    if np.all(kind == DECLINED):
+        notes.append("the algorithm declined in every run on both data sets: nothing to distinguish; "
+                     "a data set it releases on (--n, --instance) is needed for a meaningful audit")
+    if nb.mode == "beyond":
+        notes.append("canary beyond the public bounds: outside the DP claim; a bound above epsilon shows missing "
+                     "clipping, not by itself a violation of the stated guarantee")
+
+    # the ledger
+    reasons: list[str] = []
+    rel_tol = 1e-6
+    led_eps = None
+    if not units:
+        led_summary = "empty (no ledger reported): only the (epsilon, delta) claim is audited"
+    elif mixed or len(units) > 1:
+        led_summary = f"mixed units {sorted(units)}: only the (epsilon, delta) claim is audited"
+    else:
+        (unit, total), = units.items()
+        if unit == "rho":
+            led_eps = zcdp_epsilon(total, dlt) if total > 0 else 0.0
+        elif unit == "mu^2":
+            led_eps = B.epsilon_from_gdp(math.sqrt(total), dlt)
+        elif unit == "epsilon":
+            led_eps = total
+        led_summary = f"{unit} = {total:.6g} charged" + ("" if led_eps is None else f" (epsilon {led_eps:.6g} at delta {dlt:g})")
+    if led_eps is not None and led_eps > eps * (1 + rel_tol) + 1e-12:
+        reasons.append(f"the ledger charges epsilon {led_eps:.6g} > the budget {eps:g}")
+    if reported > eps * (1 + rel_tol) + 1e-12:
+        reasons.append(f"a release reports epsilon {reported:.6g} > the budget {eps:g}")
+    if reported_delta > dlt * (1 + rel_tol) + 1e-300:
+        reasons.append(f"a release reports delta {reported_delta:.3g} > the budget {dlt:g}")
+    ledger = {"units": units, "epsilon": led_eps, "reported_epsilon": reported, "reported_delta": reported_delta,
+              "empty_ledgers": empty, "mixed_ledgers": mixed, "summary": led_summary}
+
+    unit = next(iter(units)) if len(units) == 1 and not mixed else None
+    counted = ["clopper_pearson", "one_run"] + (["zcdp"] if unit == "rho" else []) + (["gdp"] if unit == "mu^2" else [])
+    alpha_k = (1.0 - conf) / len(counted)
+    claims = {"clopper_pearson": eps, "one_run": eps,
+              "zcdp": zcdp_epsilon(units["rho"], dlt) if unit == "rho" and units["rho"] > 0 else eps,
+              "gdp": B.epsilon_from_gdp(math.sqrt(units["mu^2"]), dlt) if unit == "mu^2" else eps}
+
+    # fit the statistics; choose per estimator on the selection runs; evaluate on the evaluation runs
+    runs = Runs(values, kind)
+    fit = np.arange(0, q)
+    sel = np.arange(q, 2 * q)
+    ev = np.arange(2 * q, trials)
+    stats_ = {}
+    for sk in STATISTICS:
+        st = fit_statistic(runs.take(fit[sides[fit] == 1]), runs.take(fit[sides[fit] == 0]), sk)
+        stats_[sk] = st
+    cand = {}
+    for sk, st in stats_.items():
+        s_sel = st.score(runs.take(sel))
+        s_ev = st.score(runs.take(ev))
+        for sign in (1.0, -1.0):
+            cand[(sk, sign)] = (sign * s_sel, sign * s_ev)
+    in_sel, in_ev = sides[sel] == 1, sides[ev] == 1
+    bounds_out: list[dict[str, Any]] = []
+    best_cp_key = None
+    for est in ESTIMATORS:
+        best = (-1.0, None, None)
+        for key, (ssel, _) in cand.items():
+            a_in, a_out = ssel[in_sel], ssel[~in_sel]
+            t = _grid(a_in, a_out)
+            tp, fp = _counts(a_in, a_out, t)
+            vals = _value(est, tp, a_in.size, fp, a_out.size, alpha_k, dlt)
+            i = int(np.argmax(vals))
+            if vals[i] > best[0]:
+                best = (float(vals[i]), key, float(t[i]))
+        _, key, thr = best
+        if est == "clopper_pearson":
+            best_cp_key = key
+        sev = cand[key][1]
+        b_in, b_out = sev[in_ev], sev[~in_ev]
+        tp, fp = (int(v[0]) for v in _counts(b_in, b_out, np.array([thr])))
+        ni, no = b_in.size, b_out.size
+        rec: dict[str, Any] = {"estimator": est, "statistic": f"{key[0]}{'+' if key[1] > 0 else '-'}",
+                               "threshold": thr, "tp": tp, "n_in": ni, "fp": fp, "n_out": no,
+                               "confidence_each": 1.0 - alpha_k, "counts": est in counted}
+        if est == "clopper_pearson":
+            b = B.epsilon_lower_bound(tp, ni, fp, no, dlt, 1.0 - alpha_k, split=True, two_sided=False)
+            rec.update(epsilon=b.epsilon, tpr_lower=b.details["tpr_lower"], fpr_upper=b.details["fpr_upper"])
+        elif est == "one_run":
+            b = B.epsilon_one_run(ni + no, tp + fp, tp, dlt, 1.0 - alpha_k)
+            rec.update(epsilon=b.epsilon, m=ni + no, guesses=tp + fp, correct=tp)
+        elif est == "zcdp":
+            p = B.clopper_pearson_lower(tp, ni, alpha_k / 2.0)
+            qq = B.clopper_pearson_upper(fp, no, alpha_k / 2.0)
+            rho = B.zcdp_rho_lower_bound(p, qq)
+            rec.update(epsilon=zcdp_epsilon(rho, dlt) if rho > 0 and dlt > 0 else (0.0 if rho == 0 else math.inf),
+                       rho_lower=rho, rho_charged=units.get("rho") if unit == "rho" else None)
+            if unit != "rho":
+                rec["note"] = "refutes a zCDP ledger only; this ledger is not in rho"
+        else:
+            fpr_hi = float(B.clopper_pearson_upper(fp, no, alpha_k / 2.0))
+            fnr_hi = float(B.clopper_pearson_upper(ni - tp, ni, alpha_k / 2.0))
+            mu = B.gdp_mu_lower_bound(fpr_hi, fnr_hi) if max(fpr_hi, fnr_hi) < 1.0 - dlt else 0.0
+            rec.update(epsilon=B.epsilon_from_gdp(mu, dlt), mu_lower=mu,
+                       mu_charged=math.sqrt(units["mu^2"]) if unit == "mu^2" else None)
+            if unit != "mu^2":
+                rec["note"] = "assumes a Gaussian trade-off curve (ledger not in mu^2): information only"
+        rec["claim_epsilon"] = claims[est]
+        rec["exceeds_claim"] = bool(rec["epsilon"] > claims[est] * (1 + 1e-9))
+        bounds_out.append(rec)
+    for rec in bounds_out:
+        if rec["counts"] and rec["exceeds_claim"]:
+            reasons.append(f"{rec['estimator']} lower bound {rec['epsilon']:.4f} > claim {rec['claim_epsilon']:.4f}")
+    eps_lower = max(r["epsilon"] for r in bounds_out if r["counts"])
+
+    # exposure of the canary runs among the runs without it (the Clopper-Pearson statistic)
+    sev = cand[best_cp_key][1]
+    can_loss, ref_loss = -sev[in_ev], -sev[~in_ev]
+    exp_summary: dict[str, Any] = {}
+    if can_loss.size and ref_loss.size:
+        ex = exposure(can_loss, ref_loss, ties="average")
+        exp_summary = summarize_exposure(ex, ref_loss.size).to_dict()
+        mb = B.exposure_epsilon_bound(can_loss, ref_loss, 0.5, dlt, conf)
+        lb = B.exposure_epsilon_bound(can_loss, ref_loss, 0.1, dlt, conf)
+        exp_summary.update(median_bound=mb.epsilon, p10_bound=lb.epsilon,
+                           statistic=f"{best_cp_key[0]}{'+' if best_cp_key[1] > 0 else '-'}")
+
+    total = time.perf_counter() - t_start
+    return AuditResult(
+        algorithm=cls.name, task=task, interpretation=cls.interpretation, epsilon_claimed=eps, delta=dlt,
+        epsilon_lower=float(eps_lower), confidence=conf, trials=trials, violation=bool(reasons), reasons=reasons,
+        bounds=bounds_out, ledger=ledger, exposure=exp_summary, outcomes=outcomes,
+        errors={"count": n_err, "messages": messages, "declines": dict(sorted(declines.items(), key=lambda kv: -kv[1])[:3])},
+        data=nb.describe(), seconds=total, seconds_per_release=run_seconds / trials, workers=int(workers),
+        seed=int(seed), notes=notes,
+    )

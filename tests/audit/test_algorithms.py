@@ -1,0 +1,188 @@
+"""Auditing algorithms: honest originals are not flagged, broken variants (tests/audit_broken.py) are.
+
+Every audit is seeded (``seed=0`` unless stated) and small (a few thousand
+releases on a generated data set with n = 1000), so that the file runs in
+about a minute on two cores.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from dpstats.audit import run as audit_run
+from dpstats.audit.attack import DECLINED, ERROR, RELEASED, Runs, fit_statistic
+from dpstats.audit.neighbours import generated
+from dpstats.audit.run import audit, min_trials
+from tests import audit_broken as broken
+
+
+def _flagged(r):
+    return r.violation and r.epsilon_lower > r.epsilon_claimed or any("ledger" in x for x in r.reasons)
+
+
+# --------------------------------------------------------------------------
+# neighbours and statistics
+# --------------------------------------------------------------------------
+
+
+def test_generated_neighbours_differ_in_one_row_at_the_bounds():
+    for design in ("mirror", "inside"):
+        nb = generated("sce", n=300, design=design)
+        diff = np.flatnonzero(np.any(nb.base.X != nb.neighbour.X, axis=1) | (nb.base.y != nb.neighbour.y))
+        assert diff.tolist() == [nb.row]
+        x = nb.neighbour.X[nb.row]
+        assert x[0] == 1.0 and np.all(np.abs(x[1:]) == 1.0) and abs(nb.neighbour.y[nb.row]) == 1.0
+        others = np.delete(nb.base.X, nb.row, axis=0)
+        assert np.all(np.abs(others[:, 1:]) <= 0.5)  # the data fill only the middle of the public box
+        if design == "mirror":
+            assert np.array_equal(nb.base.X[nb.row][1:], -x[1:]) and nb.base.y[nb.row] == -nb.neighbour.y[nb.row]
+    beyond = generated("mean", n=100, mode="beyond")
+    assert np.all(np.abs(beyond.canary_x) == 2.0)
+    with pytest.raises(ValueError, match="design"):
+        generated("mean", design="corner")
+
+
+def test_declines_are_outputs_of_the_statistic():
+    rng = np.random.default_rng(0)
+    v_in, v_out = rng.normal(size=(200, 2)), rng.normal(size=(200, 2))
+    k_in = np.where(np.arange(200) < 50, DECLINED, RELEASED).astype(np.int8)  # only the canary side declines
+    k_out = np.full(200, RELEASED, dtype=np.int8)
+    v_in[k_in == DECLINED] = np.nan
+    st = fit_statistic(Runs(v_in, k_in), Runs(v_out, k_out), "lda")
+    s = st.score(Runs(np.full((2, 2), np.nan), np.array([DECLINED, ERROR], dtype=np.int8)))
+    assert s[0] == np.inf and np.isfinite(s[1])
+
+
+def test_min_trials():
+    need = min_trials(1.0, 1e-6, 0.95)
+    assert audit_run._perfect_cp(need // 4, 0.05 / 4, 1e-6) > 1.0
+    assert audit_run._perfect_cp((need - 8) // 4, 0.05 / 4, 1e-6) <= 1.0
+    assert min_trials(5.0, 1e-6, 0.95) > need
+
+
+# --------------------------------------------------------------------------
+# honest originals
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,task,trials", [("ssp", "linreg", 2000), ("adaptive_clip", "mean", 3000)])
+def test_honest_originals_are_not_flagged(name, task, trials):
+    r = audit(name, task=task, trials=trials, workers=2)
+    assert not r.violation, r.reasons
+    assert r.epsilon_lower <= r.epsilon_claimed
+    assert r.ledger["units"] and "rho" in r.ledger["units"]
+    assert r.ledger["epsilon"] == pytest.approx(1.0, rel=1e-6)
+    assert r.errors["count"] == 0
+    d = r.to_dict()
+    for key in ("algorithm", "epsilon_claimed", "epsilon_lower", "confidence", "trials", "violation"):
+        assert key in d
+    json.dumps(d, default=float)
+
+
+# --------------------------------------------------------------------------
+# broken variants
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls,trials,kw", [
+    (broken.SSPNoiseDiv10, 2000, {}),                 # noise divided by 10 (linreg, post-processed by a solve)
+    (broken.ClipNoiseDiv10, 1000, {}),                # noise divided by 10 (mean)
+    (broken.ClipMissingTerm, 4000, {"columns": 12}),  # sensitivity keeps 1 of its 12 terms
+    (broken.ClipDataBounds, 2000, {}),                # clipping box read from the data
+    (broken.DeclineOnOutlier, 1000, {}),              # declines depending on the raw data
+])
+def test_broken_variants_are_flagged(cls, trials, kw):
+    r = audit(cls, trials=trials, workers=2, **kw)
+    assert r.violation, r.summary()
+    assert r.epsilon_lower > r.epsilon_claimed
+    # the honest ledger is charged: the violation comes from the releases, not from the ledger check
+    assert not any("ledger charges" in x for x in r.reasons)
+
+
+def test_forgotten_factor_two_in_sigma_is_flagged_at_epsilon_3():
+    r = audit(broken.ClipHalfSigma, epsilon=3.0, trials=4000, design="mirror", workers=2)
+    assert r.violation and r.epsilon_lower > 3.0, r.summary()
+    honest = audit("adaptive_clip", epsilon=3.0, trials=4000, design="mirror", workers=2)
+    assert not honest.violation, honest.summary()
+
+
+@pytest.mark.slow
+def test_forgotten_factor_two_in_sigma_is_flagged_at_epsilon_1():
+    r = audit(broken.ClipHalfSigma, epsilon=1.0, trials=20000, design="mirror", workers=2)
+    assert r.violation and r.epsilon_lower > 1.0, r.summary()
+
+
+def test_ledger_that_charges_more_than_the_budget_is_a_violation():
+    r = audit(broken.LedgerOvercharge, trials=200, workers=1)
+    assert r.violation and any("ledger charges" in x for x in r.reasons)
+    assert r.ledger["epsilon"] > 1.0
+
+
+def test_crashes_in_some_runs_are_counted():
+    r = audit(broken.CrashSometimes, trials=600, workers=2)
+    assert 0.05 * 600 < r.errors["count"] < 0.15 * 600
+    assert "simulated crash" in r.errors["messages"][0]
+    assert "raised" in r.summary()
+    n_err = sum(o["error"] for design in r.outcomes.values() for o in design.values())
+    assert n_err == r.errors["count"]
+
+
+def test_plugin_string_and_cli_json(capsys):
+    from dpstats import cli
+
+    code = cli.main(["audit", "tests.audit_broken:DeclineOnOutlier", "--trials", "1000", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert out["violation"] is True and out["epsilon_lower"] > out["epsilon_claimed"] == 1.0
+    for key in ("algorithm", "epsilon_claimed", "epsilon_lower", "confidence", "trials", "violation"):
+        assert key in out
+    code = cli.main(["audit", "adaptive_clip", "--trials", "1000", "--seed", "3"])
+    text = capsys.readouterr().out
+    assert code == 0 and "no violation found" in text and "random guessing" in text
+
+
+# --------------------------------------------------------------------------
+# bad input: one message naming the argument, exit status 2, no traceback
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def raising_plugin(tmp_path, monkeypatch):
+    (tmp_path / "h7_raising_plugin.py").write_text("raise RuntimeError('plugin exploded on import')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "h7_raising_plugin:Algo"
+    sys.modules.pop("h7_raising_plugin", None)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["audit", "no_such_algorithm"], "algorithm: unknown algorithm 'no_such_algorithm'"),
+    (["audit", "no_such_module_h7:Thing"], "algorithm: cannot import plugin module"),
+    (["audit", "adassp"], "--task: algorithm 'adassp' exists for tasks"),
+    (["audit", "adaptive_clip", "--task", "linreg"], "--task: algorithm 'adaptive_clip' has no task 'linreg'"),
+    (["audit", "tests.audit_broken:ClipHalfSigma", "--task", "sce"], "--task"),
+    (["audit", "adaptive_clip", "--confidence", "1.5"], "--confidence must lie in (0, 1)"),
+    (["audit", "adaptive_clip", "--confidence", "0"], "--confidence must lie in (0, 1)"),
+    (["audit", "adaptive_clip", "--trials", "20"], "--trials: 20 releases cannot give any bound"),
+    (["audit", "tests.audit_broken:CrashAlways", "--trials", "200"], "raised (or gave no finite estimate) in every one"),
+    (["audit", "adaptive_clip", "--instance", "no_such_instance"], "--instance"),
+])
+def test_bad_input(argv, needle, capsys):
+    from dpstats import cli
+
+    code = cli.main(argv)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert needle in err
+    assert "Traceback" not in err
+
+
+def test_plugin_that_raises_on_import(raising_plugin, capsys):
+    from dpstats import cli
+
+    code = cli.main(["audit", raising_plugin])
+    err = capsys.readouterr().err
+    assert code == 2 and "algorithm: plugin" in err and "plugin exploded on import" in err and "Traceback" not in err

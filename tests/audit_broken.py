@@ -1,0 +1,150 @@
+"""Deliberately broken variants of real algorithms, as ``module:object`` plugins for the audit tests.
+
+Each wraps or subclasses a registry algorithm without editing it:
+
+* :class:`SSPNoiseDiv10` -- ``ssp`` with every Gaussian draw divided by 10;
+* :class:`SSPHalfSigma` -- ``ssp`` with sigma halved (a forgotten factor 2);
+* :class:`SSPMissingTerm` -- ``ssp`` calibrated without the ``X'y`` term of its joint sensitivity
+  (noise x 0.72 on this data: too small a violation for a test-sized audit, kept for the docs);
+* :class:`ClipNoiseDiv10`, :class:`ClipHalfSigma` -- ``adaptive_clip`` with sigma / 10, sigma / 2;
+* :class:`ClipMissingTerm` -- ``adaptive_clip`` whose L2 sensitivity keeps one of its ``d`` terms;
+* :class:`LedgerOvercharge` -- a ledger that charges twice the budget;
+* :class:`ClipDataBounds` -- ``adaptive_clip`` with the clipping box read from the data;
+* :class:`DeclineOnOutlier` -- ``adaptive_clip`` that declines when the raw data hold a value near the bounds;
+* :class:`CrashSometimes` -- ``adaptive_clip`` that raises in some runs (seeded), for the error report.
+
+All charge the honest ledger, so the audit must find the mismatch between the
+noise drawn and the noise charged from the releases alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from unittest import mock
+
+import numpy as np
+
+from dpstats.algorithms import linreg_ssp
+from dpstats.algorithms.linreg._utils import ssp_calibration
+from dpstats.algorithms.mean._utils import clipped_mean, prior_box
+from dpstats.algorithms.base import Decline
+from dpstats.algorithms.linreg.ssp import SSP
+from dpstats.algorithms.mean.adaptive import AdaptiveClip
+from dpstats.privacy.mechanisms import gaussian_noise
+from dpstats.privacy.accounting import ZCDPAccountant
+
+
+class ScaledNoise(np.random.Generator):
+    """The caller's generator (same bit stream) with every ``normal`` scale multiplied by ``factor``."""
+
+    def __init__(self, rng: np.random.Generator, factor: float) -> None:
+        super().__init__(rng.bit_generator)
+        self.factor = float(factor)
+
+    def normal(self, loc=0.0, scale=1.0, size=None):  # noqa: D102
+        return super().normal(loc, np.asarray(scale) * self.factor, size)
+
+
+class SSPNoiseDiv10(SSP):
+    name = "audit_broken_ssp_noise_div10"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        return super()._run(data, facts, epsilon, delta, ScaledNoise(rng, 0.1))
+
+
+class SSPHalfSigma(SSP):
+    name = "audit_broken_ssp_half_sigma"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        return super()._run(data, facts, epsilon, delta, ScaledNoise(rng, 0.5))
+
+
+def _calibration_without_xy(B2, q4, By, ratio, rho):
+    # the joint sensitivity with its X'y term left out (By = 0 in the sensitivity only)
+    return ssp_calibration(B2, q4, 0.0, ratio, rho)
+
+
+class SSPMissingTerm(SSP):
+    name = "audit_broken_ssp_missing_term"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        with mock.patch.object(linreg_ssp, "ssp_calibration", _calibration_without_xy):
+            return super()._run(data, facts, epsilon, delta, rng)
+
+
+class ClipDataBounds(AdaptiveClip):
+    name = "audit_broken_clip_databounds"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        X = data.X
+        b = {c: (float(X[:, j].min()), float(X[:, j].max())) for j, c in enumerate(facts.columns)}
+        return super()._run(data, replace(facts, bounds=b), epsilon, delta, rng)
+
+
+class DeclineOnOutlier(AdaptiveClip):
+    name = "audit_broken_decline_on_outlier"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        if np.abs(data.X).max() > 0.9:
+            return Decline("a value near the bounds (checked on the raw data)")
+        return super()._run(data, facts, epsilon, delta, rng)
+
+
+class CrashSometimes(AdaptiveClip):
+    name = "audit_broken_crash_sometimes"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        if rng.random() < 0.1:
+            raise RuntimeError("simulated crash")
+        return super()._run(data, facts, epsilon, delta, rng)
+
+
+class CrashAlways(AdaptiveClip):
+    name = "audit_broken_crash_always"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        raise RuntimeError("always broken")
+
+
+class ClipNoiseDiv10(AdaptiveClip):
+    name = "audit_broken_clip_noise_div10"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        return super()._run(data, facts, epsilon, delta, ScaledNoise(rng, 0.1))
+
+
+class ClipHalfSigma(AdaptiveClip):
+    name = "audit_broken_clip_half_sigma"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        return super()._run(data, facts, epsilon, delta, ScaledNoise(rng, 0.5))
+
+
+class ClipMissingTerm(AdaptiveClip):
+    """``adaptive_clip`` on public bounds whose L2 sensitivity keeps one coordinate's term: ``2/n``, not ``2 sqrt(d)/n``."""
+
+    name = "audit_broken_clip_missing_term"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        X = data.X
+        n, d = X.shape
+        acc = ZCDPAccountant(epsilon, delta)
+        lo, hi = prior_box(facts, float(self.params["default_range"]))
+        center, half = (lo + hi) / 2.0, (hi - lo) / 2.0
+        Z = (X - center) / half
+        sens = 2.0 / n  # should be sqrt(sum_j (2/n)^2) = 2 sqrt(d) / n
+        sigma = acc.gaussian_sigma(sens, fraction=1.0)
+        acc.spend_gaussian("clipped mean (box)", sens, sigma, "box [-1,1]^d: sensitivity 2/n (one term)")
+        est = center + half * (clipped_mean(Z, -np.ones(d), np.ones(d)) + gaussian_noise(rng, sigma, size=d))
+        return self.release(est, acc)
+
+
+class LedgerOvercharge(AdaptiveClip):
+    """Spends twice its budget: the release claims the requested epsilon but the ledger charges more."""
+
+    name = "audit_broken_ledger_overcharge"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        out = super()._run(data, facts, epsilon, delta, rng)
+        (mech, cost, unit, note), = out.ledger
+        return replace(out, ledger=((mech, 2.0 * cost, unit, note),))
