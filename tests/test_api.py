@@ -219,7 +219,7 @@ def test_epsilon_is_required_everywhere(mroz: pd.DataFrame) -> None:
             assert sig.parameters["epsilon"].default is inspect.Parameter.empty, name
             if "seed" in sig.parameters:
                 assert sig.parameters["seed"].default is None, name
-    assert {"private_coef", "private_ols", "private_mean", "Budget"} <= set(checked)
+    assert {"private_coef", "private_ols", "private_mean"} <= set(checked)
 
 
 def test_secure_reaches_the_release_generator(mroz: pd.DataFrame, monkeypatch: pytest.MonkeyPatch) -> None:

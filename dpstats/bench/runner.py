@@ -552,7 +552,7 @@ def run_bench(config: BenchConfig, out: Any = None) -> BenchSummary:
         raise ValueError("workers must be at least 1")
     root = str(corpus.root.resolve())
     if config.secure:
-        from dpstats.bench.secure import require_opendp
+        from dpstats.privacy.randomness import require_opendp
 
         require_opendp()  # fail here, not in every trial
     store = Store(config.results)

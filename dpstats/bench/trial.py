@@ -391,7 +391,7 @@ def execute(algo_cls: type, problem: Problem, epsilon: float, delta: float, seed
     from dpstats.algorithms.base import Decline, Release
 
     if secure:
-        from dpstats.bench.secure import SecureGenerator
+        from dpstats.privacy.randomness import SecureGenerator
 
         rng: np.random.Generator = SecureGenerator()
     else:

@@ -18,7 +18,7 @@ from dpstats.privacy.accounting import PrivacyLeakWarning
 from dpstats.bench.store import TRIAL_COLUMNS, read_runs, read_trials
 from dpstats.bench.trial import Limits, Problem, load_problem, run_trial
 
-from .conftest import MROZ, REPO, write_study
+from tests.conftest import MROZ, REPO, write_study
 
 P = "tests.plugins_hostile:"
 GOOD = [P + "NoisyMean", P + "NoisyOLS", P + "NoisyCoef"]

@@ -14,7 +14,7 @@ import pytest
 from dpstats.bench import runner as R
 from dpstats.bench.store import read_runs, read_trials
 
-from .plugins_hostile import HOSTILE
+from tests.plugins_hostile import HOSTILE
 
 P = "tests.plugins_hostile:"
 

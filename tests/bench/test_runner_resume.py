@@ -17,7 +17,7 @@ import pytest
 from dpstats.bench import runner as R
 from dpstats.bench.store import read_runs, read_trials
 
-from .conftest import REPO
+from tests.conftest import REPO
 
 P = "tests.plugins_hostile:"
 ARGS = ["--algorithm", P + "SlowMean", P + "NoisyOLS", "--task", "mean", "linreg", "--epsilon", "0.3", "1", "3",

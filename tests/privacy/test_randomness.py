@@ -29,7 +29,8 @@ from scipy import stats
 
 pytest.importorskip("opendp")
 
-from dpstats import runner as R  # noqa: E402
+from dpstats.bench import runner as R  # noqa: E402
+from dpstats.cli import bench as CB  # noqa: E402
 from dpstats.algorithms import Algorithm, Release, get  # noqa: E402
 from dpstats.data.corpus import Corpus  # noqa: E402
 from dpstats.privacy.randomness import SecureGenerator, release_generator  # noqa: E402
@@ -257,7 +258,7 @@ def _restore_registry():
     A._REGISTRY.update(snap)
 
 
-ALGOS = ["fwl_score", "dpnewton", "adaptive_whiten", "tests.test_secure:RngProbe"]
+ALGOS = ["fwl_score", "dpnewton", "adaptive_whiten", "tests.privacy.test_randomness:RngProbe"]
 
 
 def _config(corpus, results, secure):
@@ -300,6 +301,6 @@ def test_bench_secure_runs_and_records_the_flag(mroz_corpus, tmp_path, _restore_
 
 def test_cli_flag():
     parser = argparse.ArgumentParser()
-    R.add_parser(parser.add_subparsers())
-    assert R._config_from_args(parser.parse_args(["bench", "--secure"])).secure is True
-    assert R._config_from_args(parser.parse_args(["bench"])).secure is False
+    CB.add_parser(parser.add_subparsers())
+    assert CB._config_from_args(parser.parse_args(["bench", "--secure"])).secure is True
+    assert CB._config_from_args(parser.parse_args(["bench"])).secure is False

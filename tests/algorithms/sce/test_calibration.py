@@ -1,6 +1,6 @@
 """Noise scales and exponential mechanisms of the sce natives, pinned by running the algorithms.
 
-Every standard sce algorithm of our own files (``sce_*.py``) is run on real
+Every standard sce algorithm of our own files (``algorithms/sce/*.py``) is run on real
 corpus instances with a :class:`~tests.noise_spy.RecordingGenerator` as its
 ``rng`` and a pass-through spy on the exponential mechanism (the real
 function is called; the spy only records). Then, per algorithm:
@@ -57,6 +57,8 @@ What is not pinned independently, and why:
 
 from __future__ import annotations
 
+import importlib
+
 import copy
 import math
 import warnings
@@ -66,7 +68,7 @@ import numpy as np
 import pytest
 
 import dpstats.algorithms.sce._utils as sce_utils
-from dpstats import mechanisms
+from dpstats.privacy import mechanisms
 from dpstats.algorithms import Decline, Release, get
 from dpstats.privacy.accounting import PrivacyLeakWarning, zcdp_rho
 from tests.noise_spy import RecordingGenerator
@@ -241,7 +243,7 @@ def spy(monkeypatch):
         return real_pwm(x, lo, hi, width, epsilon, rng)
 
     monkeypatch.setattr(sce_utils, "grid_quantile_index", gqi)
-    for mod in [sce_utils] + [m for k, m in sorted(vars(algorithms).items()) if k.startswith("sce_")]:
+    for mod in [sce_utils] + [importlib.import_module(n) for n in algorithms.BUILTIN_MODULES if ".sce." in n]:
         for name, wrapper in (("private_median_interval", pmi), ("private_widened_median", pwm)):
             if hasattr(mod, name):
                 monkeypatch.setattr(mod, name, wrapper)
@@ -660,5 +662,5 @@ def test_every_standard_sce_native_is_pinned_here():
     from dpstats.algorithms import list_algorithms
 
     natives = {a.name for a in list_algorithms("sce", interpretation="standard")
-               if not hasattr(a, "wraps") and a.__module__.startswith("dpstats.algorithms.sce_")}
+               if not hasattr(a, "wraps") and a.__module__.startswith("dpstats.algorithms.sce.")}
     assert natives == COVERED
