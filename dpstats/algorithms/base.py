@@ -33,7 +33,8 @@ from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
-from dpstats.data.facts import TaskData
+from dpstats.data.facts import PublicFacts, TaskData
+from dpstats.data.manifest import TASKS
 from dpstats.privacy.accounting import Accountant, PrivacyLeakWarning, validate_budget
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "INTERPRETATIONS",
     "Param",
     "TaskData",
+    "PublicFacts",
     "Release",
     "Decline",
     "Outcome",
@@ -48,7 +50,6 @@ __all__ = [
     "DETAIL_KINDS",
 ]
 
-TASKS = ("sce", "linreg", "mean")
 
 INTERPRETATIONS: dict[str, str] = {
     "standard": "full (epsilon, delta)-DP argument using only public facts",
@@ -190,7 +191,7 @@ class Algorithm(ABC):
             "defaults": {k: p.to_dict() for k, p in cls.defaults.items()},
         }
 
-    def run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator) -> Outcome:
+    def run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator) -> Outcome:
         """Run the algorithm under an (epsilon, delta) budget.
 
         Parameters
@@ -232,7 +233,7 @@ class Algorithm(ABC):
         return out
 
     @abstractmethod
-    def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator) -> Outcome:
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator) -> Outcome:
         """Implementation; ``run`` has validated the inputs."""
 
     # helpers for subclasses -------------------------------------------------
