@@ -54,7 +54,7 @@ from dpstats.algorithms.linreg._utils import (
     spend_em,
     upper_to_sym,
 )
-from dpstats.algorithms.base import Algorithm, Param, TaskData
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 
 __all__ = ["AdaSSP", "AdaSSPDataBounds", "AdaSSPStd", "RAW_BOUNDS_DETAILS", "raw_bounds", "adassp_core"]
 
@@ -215,7 +215,7 @@ class AdaSSP(Algorithm):
         "sigma_lambda": "paid statistic: noise scale from the row bound (`bound on ||x_free||`) and the budget",
     }
 
-    def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
         X, y = data.X, data.y
         acc = ZCDPAccountant(epsilon, delta)
         S = Structure.from_facts(facts, X.shape[1])
@@ -243,7 +243,7 @@ class AdaSSPDataBounds(Algorithm):
     defaults = {"rho_fail": Param(0.05, "paper §4 and reference code default")}
     public_details: dict[str, str] = {}  # every noise scale is a function of the data maxima: no details
 
-    def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
         X, y = data.X, data.y
         acc = GDPAccountant(epsilon, delta)
         B2 = float(np.max(np.sum(X * X, axis=1)))
@@ -288,7 +288,7 @@ class AdaSSPStd(Algorithm):
         "sigma_lambda": "public fact: noise scale from the public row bound of the standardised basis and the budget",
     }
 
-    def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
         X, y = data.X, data.y
         acc = ZCDPAccountant(epsilon, delta)
         S = Structure.from_facts(facts, X.shape[1])

@@ -33,7 +33,7 @@ import numpy as np
 from dpstats.privacy.accounting import ZCDPAccountant
 from dpstats.algorithms import coefficient_of, register
 from dpstats.algorithms.linreg._utils import BASIS_DETAILS, Structure, enforce_structure, private_basis
-from dpstats.algorithms.base import Algorithm, Param, TaskData
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.linreg.adassp import RAW_BOUNDS_DETAILS, raw_bounds
 
 __all__ = ["DPGD", "DPGDStd", "noisy_gd"]
@@ -98,7 +98,7 @@ class DPGD(Algorithm):
     }
     public_details = {**RAW_BOUNDS_DETAILS, "sigma": "public fact: 2 clip / sqrt(2 rho_step), clip a hyperparameter"}
 
-    def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
         X, y = data.X, data.y
         acc = ZCDPAccountant(epsilon, delta)
         S = Structure.from_facts(facts, X.shape[1])
@@ -128,7 +128,7 @@ class DPGDStd(Algorithm):
     }
     public_details = {**BASIS_DETAILS, "sigma": "public fact: 2 clip / sqrt(2 rho_step), clip a hyperparameter"}
 
-    def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
         X, y = data.X, data.y
         acc = ZCDPAccountant(epsilon, delta)
         S = Structure.from_facts(facts, X.shape[1])

@@ -54,7 +54,6 @@ Hessian of the objective the steps minimise (no overshoot from a mismatch).
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 from scipy import linalg
@@ -74,7 +73,7 @@ from dpstats.algorithms.linreg._utils import (
     spend_em,
     ssp_calibration,
 )
-from dpstats.algorithms.base import Algorithm, Param, TaskData
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 
 __all__ = ["DPNewton", "range_share", "box_width"]
 
@@ -139,7 +138,7 @@ class DPNewton(Algorithm):
         "sigma_xx": "public fact: noise scale from the public row bound of the standardised basis and the budget",
     }
 
-    def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
         p = self.params
         X, y = data.X, data.y
         n, d = X.shape

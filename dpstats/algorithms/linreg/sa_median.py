@@ -31,7 +31,6 @@ exponential mechanism is ``eps_j``-DP and ``eps_j``-bounded-range
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 
@@ -48,7 +47,7 @@ from dpstats.algorithms.linreg._utils import (
     private_median_midpoint,
     spend_em,
 )
-from dpstats.algorithms.base import Algorithm, Param, TaskData
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 
 __all__ = ["SubsampleAggregateMedian", "block_estimates"]
 
@@ -90,7 +89,7 @@ class SubsampleAggregateMedian(Algorithm):
     }
     public_details = {**BASIS_DETAILS, "m": "public fact: number of blocks, n // block rows"}
 
-    def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
         X, y = data.X, data.y
         n, d = X.shape
         acc = ZCDPAccountant(epsilon, delta)

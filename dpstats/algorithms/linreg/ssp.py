@@ -26,7 +26,6 @@ estimator (Vu and Slavkovic 2009; Foulds et al. 2016; Wang 2018 §3).
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
@@ -42,7 +41,7 @@ from dpstats.algorithms.linreg._utils import (
     solve_floor,
     ssp_calibration,
 )
-from dpstats.algorithms.base import Algorithm, Param, TaskData
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.linreg.adassp import RAW_BOUNDS_DETAILS, raw_bounds
 
 __all__ = ["SSP", "SSPStd"]
@@ -88,7 +87,7 @@ class SSP(Algorithm):
         "sigma_xy": "paid statistic: noise scale from the bounds (`bound on ||x_free||`, `bound on |y|`) and the budget",
     }
 
-    def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
         X, y = data.X, data.y
         acc = ZCDPAccountant(epsilon, delta)
         S = Structure.from_facts(facts, X.shape[1])
@@ -118,7 +117,7 @@ class SSPStd(Algorithm):
         "sigma_xy": "public fact: noise scale from the public row bound of the standardised basis and the budget",
     }
 
-    def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
         X, y = data.X, data.y
         acc = ZCDPAccountant(epsilon, delta)
         S = Structure.from_facts(facts, X.shape[1])

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from dpstats.algorithms import coefficient_of, register
-from dpstats.algorithms.base import Algorithm, Param, TaskData
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.linreg._utils import block_ols
 from dpstats.privacy.accounting import PureAccountant
 
@@ -247,7 +247,7 @@ class TukeyEM(Algorithm):
         "threshold": "public fact: PTR threshold log(1 / (2 delta)) / eps_1",
     }
 
-    def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
         if delta <= 0:
             return self.decline("TukeyEM needs delta > 0 (propose-test-release)")
         est, reason, acc, det = _tukey(data.X, data.y, int(self.params["m"]), epsilon, delta, rng, reference=False)
@@ -273,7 +273,7 @@ class TukeyEMRefCode(Algorithm):
     defaults = {"m": Param(1000, "reference code (run_experiment.py sweeps m from 1000 to 2000)")}
     public_details = TukeyEM.public_details
 
-    def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
         if delta <= 0:
             return self.decline("TukeyEM needs delta > 0 (propose-test-release)")
         est, reason, acc, det = _tukey(data.X, data.y, int(self.params["m"]), epsilon, delta, rng, reference=True)

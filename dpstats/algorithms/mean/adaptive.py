@@ -30,7 +30,7 @@ import numpy as np
 from scipy import stats
 
 from dpstats.algorithms import register
-from dpstats.algorithms.base import Algorithm, Param, TaskData
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.mean._utils import (
     DEFAULT_RANGE,
     augmented_second_moment,
@@ -194,7 +194,7 @@ class AdaptiveClip(Algorithm):
     }
     public_details = dict(_BOX_DETAILS)
 
-    def _run(self, data: TaskData, facts, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
         X = data.X
         n, d = X.shape
         p = self.params
@@ -267,7 +267,7 @@ class AdaptiveWhiten(Algorithm):
         "eigenvalues": "paid statistic: floored eigenvalues of the `second moment of (z, 1)`",
     }
 
-    def _run(self, data: TaskData, facts, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
         X = data.X
         n, d = X.shape
         p = self.params

@@ -44,7 +44,7 @@ import math
 import numpy as np
 
 from dpstats.algorithms import register
-from dpstats.algorithms.base import Algorithm, Param, TaskData
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.privacy.accounting import PureAccountant
 
 __all__ = ["BHSAffine", "bhs_k", "stable_covariance", "stable_mean", "default_lambda0"]
@@ -262,7 +262,7 @@ class BHSAffine(Algorithm):
         "ptr_threshold": "public fact: PTR threshold from k, epsilon and delta",
     }
 
-    def _run(self, data: TaskData, facts, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
         X = data.X
         n, d = X.shape
         acc = PureAccountant(epsilon, delta)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpstats.algorithms import register
-from dpstats.algorithms.base import Algorithm, Param, TaskData
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.mean._utils import clipped_mean
 from dpstats.privacy.accounting import GDPAccountant
 from dpstats.privacy.mechanisms import gaussian_noise
@@ -46,7 +46,7 @@ class ClipDataBounds(Algorithm):
     }
     public_details: dict[str, str] = {}  # the bounds are read from the data: no details
 
-    def _run(self, data: TaskData, facts, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
         X = data.X
         n, d = X.shape
         acc = GDPAccountant(epsilon, delta)

@@ -20,7 +20,7 @@ import numpy as np
 from scipy import stats
 
 from dpstats.algorithms import register
-from dpstats.algorithms.base import Algorithm, Param, TaskData
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.mean._utils import (
     DEFAULT_RANGE,
     ball_mean,
@@ -131,7 +131,7 @@ class CoinPress(Algorithm):
                  "(the count of clipped rows is not reported)",
     }
 
-    def _run(self, data: TaskData, facts, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
         acc = ZCDPAccountant(epsilon, delta)
         center, radius = prior_ball(facts, float(self.params["default_radius"]))
         rhos = coinpress_schedule(int(self.params["t"]), float(self.params["first_share"])) * acc.rho
@@ -181,7 +181,7 @@ class CoinPressScaled(Algorithm):
                  "`scale quantile col` releases, n, d and the budget",
     }
 
-    def _run(self, data: TaskData, facts, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
         X = data.X
         n, d = X.shape
         acc = ZCDPAccountant(epsilon, delta)

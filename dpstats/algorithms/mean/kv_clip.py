@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from dpstats.algorithms import register
-from dpstats.algorithms.base import Algorithm, Param, TaskData
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.mean._utils import (
     DEFAULT_RANGE,
     clipped_mean,
@@ -108,7 +108,7 @@ class KarwaVadhanClip(Algorithm):
         "scales": "paid statistic: `kv scale col`",
     }
 
-    def _run(self, data: TaskData, facts, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
         X = data.X
         n, d = X.shape
         acc = ZCDPAccountant(epsilon, delta)

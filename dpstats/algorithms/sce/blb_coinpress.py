@@ -38,7 +38,7 @@ import numpy as np
 from scipy import stats
 
 from dpstats.algorithms import register
-from dpstats.algorithms.base import Algorithm, Param
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts
 from dpstats.algorithms.sce._utils import (
     block_fwl,
     choose_blocks,
@@ -144,7 +144,7 @@ def _inverse_variance(values: list[float], variances: list[float]) -> tuple[floa
 class _BLBBase(Algorithm):
     data_bounds = False
 
-    def _run(self, data, facts, epsilon, delta, rng):
+    def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
         p = self.params
         acc = ZCDPAccountant(epsilon, delta)
         rho = acc.rho

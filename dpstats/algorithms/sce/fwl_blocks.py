@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpstats.algorithms import register
-from dpstats.algorithms.base import Algorithm, Param
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts
 from dpstats.algorithms.sce._utils import (
     BlockStats,
     block_fwl,
@@ -158,7 +158,7 @@ class FWLBlocks(Algorithm):
     }
     public_details = dict(FWL_BLOCK_DETAILS)
 
-    def _run(self, data, facts, epsilon, delta, rng):
+    def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
         p = self.params
         acc = PureAccountant(epsilon, delta)
         k = choose_blocks(data.n, data.d, p["rows_per_param"], p["min_extra"])

@@ -34,7 +34,7 @@ from dpstats.algorithms.sce._utils import (
     private_grid_quantile,
     private_median_interval,
 )
-from dpstats.algorithms.base import Algorithm, Param
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts
 from dpstats.algorithms.sce.fwl_score import STAGE1_DETAILS, partial_out
 from dpstats.algorithms.sce.simple_regression import matched_slopes, ncov_sensitivity
 
@@ -106,7 +106,7 @@ class NoisyStatsFWL(_Preprocessed):
     defaults = dict(_STAGE1)
     public_details = dict(_PAIRS_DETAILS)
 
-    def _run(self, data, facts, epsilon, delta, rng):
+    def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
         acc = ZCDPAccountant(epsilon, delta)
         P, us, ws, unit, det = self._pairs(data, facts, acc, rng)
         n = data.n
@@ -144,7 +144,7 @@ class TheilSenFWL(_Preprocessed):
     # the number of matched pairs with distinct u is a data statistic: never reported
     public_details = {k: v for k, v in _PAIRS_DETAILS.items() if k != "laplace_scale"}
 
-    def _run(self, data, facts, epsilon, delta, rng):
+    def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
         acc = ZCDPAccountant(epsilon, delta)
         P, us, ws, unit, det = self._pairs(data, facts, acc, rng)
         slopes = matched_slopes(us, ws, 1, rng)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpstats.algorithms import register
-from dpstats.algorithms.base import Algorithm, Param
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts
 from dpstats.algorithms.sce._utils import (
     adaptive_quantile,
     em_zcdp_cost,
@@ -377,7 +377,7 @@ class FWLScore(Algorithm):
     }
     public_details = dict(FWL_SCORE_DETAILS)
 
-    def _run(self, data, facts, epsilon, delta, rng):
+    def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
         p = self.params
         acc = ZCDPAccountant(epsilon, delta)
         est, det = fwl_score_release(data.X, data.y, facts, acc, rng, **p)

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from dpstats.algorithms import register
-from dpstats.algorithms.base import Algorithm, Param, TaskData
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.sce._utils import (
     block_fwl,
     choose_blocks,
@@ -87,7 +87,7 @@ class SAMedian(Algorithm):
     }
     public_details = dict(_PUBLIC_DETAILS)
 
-    def _run(self, data, facts, epsilon, delta, rng):
+    def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
         p = self.params
         acc = PureAccountant(epsilon, delta)
         bs = _blocks(data, facts, rng, p["rows_per_param"], p["min_extra"])
@@ -135,7 +135,7 @@ class SAWinsorized(Algorithm):
                          "`grid quantile (range high)`",
     }
 
-    def _run(self, data, facts, epsilon, delta, rng):
+    def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
         p = self.params
         acc = PureAccountant(epsilon, delta)
         bs = _blocks(data, facts, rng, p["rows_per_param"], p["min_extra"])

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpstats.algorithms import register
-from dpstats.algorithms.base import Algorithm, Param
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts
 from dpstats.algorithms.sce._utils import (
     private_interval,
     private_median_interval,
@@ -135,7 +135,7 @@ def _decline_d(self_, data):
 
 
 class _NoisyStatsBase(_SimpleRegression):
-    def _run(self, data, facts, epsilon, delta, rng):
+    def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
         setup = self._setup(data, facts, epsilon, delta, rng)
         if setup is None:
             return _decline_d(self, data)
@@ -214,7 +214,7 @@ class _TheilSenBase(_SimpleRegression):
     widened = False
     public_details = dict(_BOUNDS_DETAILS)
 
-    def _run(self, data, facts, epsilon, delta, rng):
+    def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
         setup = self._setup(data, facts, epsilon, delta, rng)
         if setup is None:
             return _decline_d(self, data)
