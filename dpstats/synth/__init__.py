@@ -1,0 +1,78 @@
+"""Differentially private synthetic data (Tao, McKenna, Hay, Machanavajjhala, Miklau 2021).
+
+* :mod:`dpstats.synth.schema` -- public schemas (levels, bounds, label);
+* :mod:`dpstats.synth.base` -- :class:`Domain`, :class:`DiscreteData`, the
+  :class:`Synthesizer` base class;
+* :mod:`dpstats.synth.discretize` -- equal-width and PrivTree discretisers,
+  decoding, one-hot encoding;
+* :mod:`dpstats.synth.workload` -- the paper's workloads;
+* :mod:`dpstats.synth.metrics` -- the paper's metrics;
+* :mod:`dpstats.synth.datasets` -- Bank, Shopping (shipped), Adult, Census,
+  Mushroom (fetched by ``scripts/setup.sh``);
+* :mod:`dpstats.synth.mechanisms` -- the synthesizers;
+* :mod:`dpstats.synth.bench` -- the benchmark behind ``dpstats synth``.
+
+Registry
+--------
+:data:`SYNTHESIZERS` is a plain table ``name -> "module:Class"``; a module is
+imported only when its synthesizer is asked for (:func:`get_synthesizer`).
+Mechanism modules import heavy dependencies (torch, jax, mbi) inside
+functions, never at module level, so :func:`list_synthesizers` stays light.
+A new synthesizer is a module in :mod:`dpstats.synth.mechanisms` and a line
+below.
+
+Examples
+--------
+>>> "independent" in SYNTHESIZERS
+True
+>>> get_synthesizer("independent").family
+'baseline'
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from dpstats.synth.base import DiscreteData, Domain, Synthesizer, Synthetic
+from dpstats.synth.schema import Column, Schema, SchemaError
+
+__all__ = [
+    "SYNTHESIZERS",
+    "get_synthesizer",
+    "list_synthesizers",
+    "Schema",
+    "Column",
+    "SchemaError",
+    "Domain",
+    "DiscreteData",
+    "Synthesizer",
+    "Synthetic",
+]
+
+#: name -> "module:Class", in listing order.
+SYNTHESIZERS: dict[str, str] = {
+    "independent": "dpstats.synth.mechanisms.independent:Independent",
+}
+
+
+def get_synthesizer(name: str) -> type[Synthesizer]:
+    """The synthesizer class registered as ``name`` (imports its module).
+
+    Raises
+    ------
+    KeyError
+        For an unknown name, listing the known ones.
+    """
+    try:
+        target = SYNTHESIZERS[name]
+    except KeyError:
+        raise KeyError(f"unknown mechanism {name!r}; known: {', '.join(SYNTHESIZERS)}") from None
+    module, _, cls = target.partition(":")
+    out: type[Synthesizer] = getattr(importlib.import_module(module), cls)
+    return out
+
+
+def list_synthesizers() -> list[dict[str, Any]]:
+    """Metadata of every registered synthesizer (never imports torch or jax)."""
+    return [get_synthesizer(n).metadata() for n in SYNTHESIZERS]

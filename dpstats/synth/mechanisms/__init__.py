@@ -1,0 +1,1 @@
+"""The synthesizers, one module each (registered in :data:`dpstats.synth.SYNTHESIZERS`)."""
