@@ -18,8 +18,12 @@ level:
    in (0, 1); integers are rounded (at least 1); booleans, strings, zero and
    negative values are left alone. At most :data:`MAX_CONFIGS` candidates.
 3. **Train.** Every candidate runs ``--trials`` trials per training
-   instance (in this process, trial ``t`` with ``numpy.random.default_rng([seed,
-   t])``); candidates are ordered by the leaderboard's rule (tau@50, then the
+   instance through the benchmark's trial execution
+   (:mod:`dpstats.bench.trial`): supervised worker processes, the per-trial
+   time and memory limits, the benchmark's statuses and score, and trial
+   ``t`` with ``numpy.random.default_rng(t)`` for ``t = 0 .. trials - 1``,
+   exactly as in ``dpstats bench``, so tuned and benchmark scores are
+   comparable; candidates are ordered by the leaderboard's rule (tau@50, then the
    infinity rule) with ties going to the default, then to the earlier
    candidate.
 4. **Held-out check.** The best candidate and the default run on the
@@ -46,8 +50,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import time
-import warnings
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -58,6 +61,18 @@ import pandas as pd
 
 from dpstats.algorithms.tuned import TUNED_DIR, load_tuned, register_tuned, tuned_name
 from dpstats.bench import evaluation as ev
+from dpstats.bench.trial import (
+    _PROBLEMS,
+    DEFAULT_MEMORY_MB,
+    DEFAULT_TIME_LIMIT,
+    AlgorithmRef,
+    Job,
+    Limits,
+    Problem,
+    TrialResult,
+    WorkerPool,
+    _cache_problem,
+)
 
 __all__ = [
     "TUNED_DIR",
@@ -67,6 +82,8 @@ __all__ = [
     "scaled_values",
     "grid_for",
     "split_studies",
+    "candidate_class",
+    "run_configs",
     "run_config",
     "tune",
     "TuningResult",
@@ -206,84 +223,121 @@ def split_studies(corpus: Any, task: str, seed: int, max_studies: int | None = N
     }
 
 
-@dataclass
-class _Problem:
-    instance: str
-    study: str
-    task: str
-    n: int
-    d: int
-    data: Any
-    facts: Any
-    baseline: Any
-
-
-def _problems(corpus: Any, ids: Sequence[str]) -> tuple[list[_Problem], list[str]]:
-    from dpstats.ols.baseline import compute_baseline
-
+def _problems(corpus: Any, ids: Sequence[str]) -> tuple[list[Problem], list[str]]:
+    """Build the problems (data, facts, baseline) of the instances, leaving out and reporting those that fail."""
     out, skipped = [], []
     for iid in ids:
         try:
-            inst = corpus.instance(iid)
-            b = compute_baseline(inst)
+            problem = Problem.from_instance(corpus.instance(iid))
         except Exception as exc:  # noqa: BLE001 - an instance that cannot be built is left out and reported
             skipped.append(f"{iid}: {type(exc).__name__}: {exc}")
             continue
-        out.append(_Problem(iid, inst.spec.study, inst.task, inst.n, inst.d, inst.task_data(), inst.facts, b))
+        out.append(problem)
     return out, skipped
 
 
-def run_config(cls: type, params: Mapping[str, Any], problems: Sequence[_Problem], epsilon: float, delta: float,
-               trials: int, seed: int, time_limit: float = 60.0) -> pd.DataFrame:
-    """Run ``trials`` trials of one configuration on each problem, in this process.
+def candidate_class(cls: type, params: Mapping[str, Any], index: int) -> type:
+    """The class that runs one candidate configuration: ``cls`` with ``params`` as its defaults.
 
-    Trial ``t`` uses ``numpy.random.default_rng([seed, t])``. Exceptions and
-    non-finite estimates are ``error``, declines ``declined``; a trial that
-    took longer than ``time_limit`` seconds is counted as ``timeout`` (it is
-    not interrupted).
+    It is named ``<algorithm>[tune <index>]`` so that worker processes can
+    find it in the registry while :func:`run_configs` runs it; the trials it
+    produces are stored under the base algorithm's name.
+    """
+    from dpstats.algorithms.base import Param
+
+    unknown = sorted(set(params) - set(cls.defaults))
+    if unknown:
+        raise ValueError(f"hyperparameter(s) {unknown} are not among {cls.name}'s")
+    defaults = dict(cls.defaults)
+    for k, v in params.items():
+        if k in defaults and defaults[k].value != v:
+            defaults[k] = Param(v, f"tuning candidate {index}")
+    return type(f"{cls.__name__}TuneCandidate{index}", (cls,),
+                {"name": f"{cls.name}[tune {index}]", "defaults": defaults, "__module__": cls.__module__})
+
+
+def run_configs(cls: type, configs: Sequence[Mapping[str, Any]], problems: Sequence[Problem], epsilon: float,
+                delta: float, trials: int, limits: Limits | None = None, workers: int = 1,
+                pool: WorkerPool | None = None) -> list[pd.DataFrame]:
+    """Run ``trials`` trials of each configuration on each problem through the benchmark's trial execution.
+
+    Every trial runs as in ``dpstats bench`` (:mod:`dpstats.bench.trial`): in
+    a supervised worker process under the time and memory limits, with
+    ``rng = numpy.random.default_rng(seed)`` for seeds ``0 .. trials - 1``, and
+    it gets the benchmark's statuses (``ok``, ``declined``, ``error``,
+    ``timeout``, ``memory``) and score.
+
+    Parameters
+    ----------
+    cls : type
+        The algorithm class.
+    configs : sequence of mapping
+        Overrides of the defaults, one per candidate (``{}``: the defaults).
+    problems : sequence of Problem
+        Built in this process (:meth:`Problem.from_instance`); forked workers
+        inherit them.
+    epsilon, delta : float
+    trials : int
+    limits : Limits, optional
+        Default: the protocol's 60 s and 4096 MB per trial.
+    workers : int
+        Worker processes (when ``pool`` is not given).
+    pool : WorkerPool, optional
+        A pool to use; it must be a ``fork`` pool whose workers are started
+        after this call registers the candidates (e.g. a fresh one).
 
     Returns
     -------
-    DataFrame
-        A trials table (see :mod:`dpstats.bench.evaluation`).
+    list of DataFrame
+        One trials table per configuration (see :mod:`dpstats.bench.evaluation`),
+        with the base algorithm's name.
     """
-    from dpstats.algorithms.base import Decline
-    from dpstats.bench.metrics import ratio as metric_ratio
+    from dpstats.algorithms import _REGISTRY, register
 
-    rows = []
+    classes = [candidate_class(cls, over, k) for k, over in enumerate(configs)]
+    for c in classes:
+        if (c.task, c.name) in _REGISTRY:
+            raise ValueError(f"a tuning candidate named {c.name!r} is already registered")
+    corpus = str(Path(f"<tuning {uuid.uuid4().hex}>").resolve())  # a cache key, not a folder
     for p in problems:
-        for t in range(trials):
-            rng = np.random.default_rng([int(seed), t])
-            status, msg, r = "ok", None, math.inf
-            t0 = time.perf_counter()
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    out = cls(**params).run(p.data, p.facts, epsilon, delta, rng)
-                if isinstance(out, Decline):
-                    status, msg = "declined", str(out.reason)
-                else:
-                    est = np.asarray(out.estimate, dtype=float)
-                    if not np.all(np.isfinite(est)):
-                        status, msg = "error", "non-finite estimate"
-                    else:
-                        r = float(metric_ratio(est, p.baseline))
-            except MemoryError as exc:
-                status, msg = "memory", f"MemoryError: {exc}"
-            except Exception as exc:  # noqa: BLE001 - a failing configuration is a result
-                status, msg = "error", f"{type(exc).__name__}: {exc}"
-            secs = time.perf_counter() - t0
-            if secs > time_limit:
-                status, msg, r = "timeout", f"took {secs:.1f} s", math.inf
-            rows.append({"algorithm": cls.name, "interpretation": cls.interpretation, "instance": p.instance,
-                         "study": p.study, "task": p.task, "epsilon": float(epsilon), "delta": float(delta),
-                         "seed": t, "status": status, "error": msg, "baseline": float(p.baseline.baseline),
-                         "ratio": r if status == "ok" else math.inf, "seconds": secs, "peak_mb": float("nan"),
-                         "n": p.n, "d": p.d})
-    return pd.DataFrame(rows)
+        _cache_problem(corpus, p)  # forked workers find the problems loaded
+    trial_list = tuple((float(epsilon), float(delta), t) for t in range(int(trials)))
+    jobs = [Job(AlgorithmRef.of(c), corpus, p.instance, trial_list) for c in classes for p in problems]
+    by_name: dict[str, list[dict[str, Any]]] = {c.name: [] for c in classes}
+
+    def on_result(r: TrialResult) -> None:
+        row = r.to_dict()
+        row.pop("estimate", None)
+        by_name[r.algorithm].append(row)
+
+    try:
+        for c in classes:
+            register(c)
+        if pool is not None:
+            pool.run(jobs, on_result, limits=limits)
+        else:
+            with WorkerPool(workers, limits or Limits(), method="fork") as own:
+                own.run(jobs, on_result)
+    finally:
+        for c in classes:
+            _REGISTRY.pop((c.task, c.name), None)
+        for p in problems:
+            _PROBLEMS.pop((corpus, p.instance), None)
+    out = []
+    for c in classes:
+        df = pd.DataFrame(by_name[c.name])
+        df["algorithm"] = cls.name
+        out.append(df.sort_values(["instance", "seed"], kind="stable").reset_index(drop=True))
+    return out
 
 
-def _score(df: pd.DataFrame, problems: Sequence[_Problem]) -> dict[str, Any]:
+def run_config(cls: type, params: Mapping[str, Any], problems: Sequence[Problem], epsilon: float, delta: float,
+               trials: int, limits: Limits | None = None, workers: int = 1) -> pd.DataFrame:
+    """Trials of one configuration (overrides ``params`` of the defaults); see :func:`run_configs`."""
+    return run_configs(cls, [dict(params)], problems, epsilon, delta, trials, limits, workers)[0]
+
+
+def _score(df: pd.DataFrame, problems: Sequence[Problem]) -> dict[str, Any]:
     inst = pd.DataFrame({"instance": [p.instance for p in problems], "study": [p.study for p in problems]})
     prep = ev.prepare(df)
     p = ev.step_profile(prep, inst)
@@ -319,6 +373,7 @@ class TuningResult:
     decision: str
     skipped_instances: list[str] = field(default_factory=list)
     min_improvement: float = 0.0
+    limits: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready description (infinite numbers as the string ``"inf"``)."""
@@ -341,7 +396,8 @@ class TuningResult:
             "format": FORMAT, "name": self.name, "algorithm": self.algorithm, "task": self.task,
             "epsilon": self.epsilon, "delta": self.delta, "accepted": self.accepted, "params": self.params,
             "default_params": self.default_params, "grid": self.grid, "split": self.split, "trials": self.trials,
-            "trial_seeds": "numpy.random.default_rng([split.seed, t]) for t = 0 .. trials-1",
+            "trial_seeds": "numpy.random.default_rng(t) for t = 0 .. trials-1 (as dpstats bench)",
+            "limits": self.limits,
             "scores": {"train": self.train_scores, "heldout": self.heldout}, "decision": self.decision,
             "skipped_instances": self.skipped_instances, "min_improvement": self.min_improvement,
             "dpstats_version": __version__,
@@ -379,8 +435,10 @@ def _unknown(name: str) -> type:
 
 
 def tune(algorithm: str | type, epsilon: float, task: str | None = None, trials: int = 10, seed: int = 0,
-         corpus: Any = None, delta: float = 1e-6, max_studies: int | None = None, time_limit: float = 60.0,
-         min_improvement: float = 0.0, log: Callable[[str], None] | None = None) -> TuningResult:
+         corpus: Any = None, delta: float = 1e-6, max_studies: int | None = None,
+         time_limit: float = DEFAULT_TIME_LIMIT, min_improvement: float = 0.0,
+         log: Callable[[str], None] | None = None, memory_mb: float = DEFAULT_MEMORY_MB,
+         workers: int = 1) -> TuningResult:
     """Tune an algorithm's hyperparameters at one privacy level.
 
     Parameters
@@ -392,20 +450,24 @@ def tune(algorithm: str | type, epsilon: float, task: str | None = None, trials:
     trials : int
         Trials per instance and candidate.
     seed : int
-        Seeds the split and the trials.
+        Seeds the split (the trials use seeds ``0 .. trials - 1``, as in the benchmark).
     corpus : Corpus, optional
         Default: the public corpus.
     delta : float
     max_studies : int, optional
         Use only this many studies (a seeded subset) to save time.
     time_limit : float
-        Seconds after which a finished trial counts as a timeout.
+        Wall-clock seconds a trial may run before its worker is killed (``timeout``).
     min_improvement : float
         When both held-out tau@50 are finite, the tuned one must be at most
         ``(1 - min_improvement)`` times the default's (0: any strict
         improvement, the protocol's rule).
     log : callable, optional
         Receives progress lines.
+    memory_mb : float
+        Memory a trial may use (``memory`` beyond it).
+    workers : int
+        Worker processes running trials at once.
 
     Returns
     -------
@@ -418,6 +480,7 @@ def tune(algorithm: str | type, epsilon: float, task: str | None = None, trials:
     if trials < 1:
         raise ValueError("trials must be at least 1")
     cls = _resolve(algorithm, task)
+    limits = Limits(time=float(time_limit), memory_mb=float(memory_mb))
     corpus = corpus if corpus is not None else Corpus(public_corpus_path())
     say = log or (lambda _msg: None)
     grid = grid_for(cls)
@@ -428,16 +491,17 @@ def tune(algorithm: str | type, epsilon: float, task: str | None = None, trials:
     name = tuned_name(cls.name, epsilon)
     base = dict(algorithm=cls.name, task=cls.task, epsilon=float(epsilon), delta=float(delta), name=name,
                 default_params=defaults, grid=grid, split=split, trials=int(trials),
-                skipped_instances=skipped + skipped2)
+                skipped_instances=skipped + skipped2,
+                limits={"time": limits.time, "memory_mb": limits.memory_mb})
     if not train or not held:
         raise ValueError("no instance of the training or held-out studies could be built")
     if len(grid["configs"]) == 1:
         return TuningResult(**base, accepted=False, params={}, train_scores=[], heldout={},
                             decision="no hyperparameter to tune (no grid and no numeric default)")
     scores = []
-    for k, over in enumerate(grid["configs"]):
-        params = {**defaults, **over}
-        sc = _score(run_config(cls, params, train, epsilon, delta, trials, seed, time_limit), train)
+    tables = run_configs(cls, grid["configs"], train, epsilon, delta, trials, limits, workers)
+    for k, (over, table) in enumerate(zip(grid["configs"], tables)):
+        sc = _score(table, train)
         scores.append({"params": over, **sc})
         say(f"  [{k + 1}/{len(grid['configs'])}] {over or 'defaults'}: train tau@50 = "
             f"{ev.format_tau50(sc['tau50'], sc['reaches'])}")
@@ -446,8 +510,8 @@ def tune(algorithm: str | type, epsilon: float, task: str | None = None, trials:
     if not best_over:
         return TuningResult(**base, accepted=False, params={}, train_scores=scores, heldout={},
                             decision="the defaults are best on the training studies")
-    d_sc = _score(run_config(cls, defaults, held, epsilon, delta, trials, seed, time_limit), held)
-    t_sc = _score(run_config(cls, {**defaults, **best_over}, held, epsilon, delta, trials, seed, time_limit), held)
+    d_tab, t_tab = run_configs(cls, [{}, best_over], held, epsilon, delta, trials, limits, workers)
+    d_sc, t_sc = _score(d_tab, held), _score(t_tab, held)
     accepted = t_sc["key"] < d_sc["key"]
     if accepted and math.isfinite(d_sc["tau50"]):
         accepted = t_sc["tau50"] <= (1.0 - min_improvement) * d_sc["tau50"]
@@ -472,25 +536,3 @@ def write_tuned(result: TuningResult, directory: str | Path | None = None) -> Pa
     path = d / f"{result.task}_{result.algorithm}_eps{result.epsilon:g}.json"
     path.write_text(json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return path
-
-
-# --------------------------------------------------------------------------
-# Loading tuned variants
-# --------------------------------------------------------------------------
-
-
-
-
-
-
-
-
-# --------------------------------------------------------------------------
-# Command line
-# --------------------------------------------------------------------------
-
-
-
-
-
-

@@ -1,18 +1,21 @@
-"""dpstats tune: grids, the study split, the held-out decision, tuned JSON files and their loader."""
+"""dpstats tune: grids, the study split, trials run as benchmark trials, the held-out decision, tuned JSON files
+and their loader."""
 
 from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 import pytest
 
-from dpstats.algorithms import tuned
-from dpstats.bench import tuning
+from dpstats.algorithms import _REGISTRY, tuned
 from dpstats.algorithms.base import Algorithm, Param, Release
+from dpstats.bench import tuning
+from dpstats.bench.trial import AlgorithmRef, execute, score
 from dpstats.cli import main
 from dpstats.data.corpus import Corpus
 from dpstats.privacy.accounting import gaussian_sigma
@@ -51,6 +54,28 @@ class ToyNothing(ToyMean):
 
     def _run(self, data, facts, epsilon, delta, rng):
         return Release(data.X.mean(axis=0) + rng.normal(0, 1, data.d), epsilon, delta)
+
+
+class ToySlow(ToyMean):
+    """Sleeps ``nap`` seconds before releasing (a candidate the time limit must stop)."""
+
+    name = "toy_slow"
+    defaults: ClassVar = {"clip": Param(6.0, "good"), "nap": Param(0.0, "no nap")}
+    grid: ClassVar = {"nap": [0.0, 30.0]}
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        time.sleep(float(self.params["nap"]))
+        return super()._run(data, facts, epsilon, delta, rng)
+
+
+class ToyInPlace(ToyMean):
+    """Writes into its input (the benchmark's read-only arrays make that an error)."""
+
+    name = "toy_in_place"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        data.X[0, 0] = 0.0
+        return super()._run(data, facts, epsilon, delta, rng)
 
 
 @pytest.fixture(scope="module")
@@ -193,3 +218,35 @@ def test_tune_cli(toy_corpus: Corpus, tmp_path: Path, capsys) -> None:
     assert "kv_clip at epsilon = 1" in capsys.readouterr().out
     assert main(["tune", "no_such_algorithm", "--epsilon", "1", "--corpus", str(toy_corpus.root),
                  "--out", str(out)]) == 2
+
+
+def test_tuning_trials_are_the_benchmarks_trials(toy_corpus: Corpus) -> None:
+    """Each tuning trial gives the release and score of the benchmark's trial with the same seed."""
+    problems, skipped = tuning._problems(toy_corpus, ["toy0", "toy1"])
+    assert not skipped and len(problems) == 2
+    default, small = tuning.run_configs(ToyGrid, [{}, {"clip": 6.0}], problems, 1.0, 1e-6, trials=3)
+    assert len(default) == len(small) == 6
+    assert set(default["seed"]) == {0, 1, 2} and set(default["algorithm"]) == {"toy_grid"}
+    for table, cls in ((default, ToyGrid), (small, tuning.candidate_class(ToyGrid, {"clip": 6.0}, 1))):
+        for row in table.itertuples():
+            p = next(q for q in problems if q.instance == row.instance)
+            kind, msg, est, secs = execute(cls, p, 1.0, 1e-6, int(row.seed))
+            bench = score(p, AlgorithmRef.of(cls), 1.0, 1e-6, int(row.seed), kind, msg, est, secs, 0.0)
+            assert row.status == bench.status == "ok"
+            assert row.ratio == bench.ratio  # bit for bit: same seeding, same scoring
+    assert (small["ratio"] < default["ratio"]).mean() > 0.5
+    # the candidates were registered for the workers only while they ran
+    assert not [k for k in _REGISTRY if "[tune" in k[1]]
+
+
+def test_tuning_trials_run_under_the_benchmarks_limits(toy_corpus: Corpus) -> None:
+    """A candidate that hangs is killed at the time limit (timeout); one that writes its input fails (error)."""
+    t0 = time.monotonic()
+    res = tuning.tune(ToySlow, 1.0, trials=1, seed=3, corpus=toy_corpus, time_limit=0.5)
+    assert time.monotonic() - t0 < 20  # 30 s naps were interrupted, not waited for
+    napping = next(s for s in res.train_scores if s["params"] == {"nap": 30.0})
+    assert napping["statuses"] == {"timeout": 3} and napping["tau50"] == math.inf
+    assert res.to_json()["limits"] == {"time": 0.5, "memory_mb": 4096.0}
+    problems, _ = tuning._problems(toy_corpus, ["toy0"])
+    table = tuning.run_config(ToyInPlace, {}, problems, 1.0, 1e-6, trials=1)
+    assert list(table["status"]) == ["error"] and "read-only" in table["error"][0]
