@@ -33,8 +33,12 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
+import numpy as np
 from scipy import optimize, special
+
+from dpstats.privacy.mechanisms import exponential_mechanism
 
 __all__ = [
     "PrivacyLeakWarning",
@@ -46,6 +50,9 @@ __all__ = [
     "zcdp_rho",
     "laplace_scale",
     "Spend",
+    "EMBound",
+    "em_rho",
+    "em_epsilon",
     "Accountant",
     "ZCDPAccountant",
     "GDPAccountant",
@@ -207,14 +214,80 @@ def zcdp_rho(epsilon: float, delta: float) -> float:
 # --------------------------------------------------------------------------
 
 
+#: how an exponential mechanism is charged in zCDP: ``"bounded_range"`` at
+#: ``epsilon^2 / 8`` (Cesar and Rogers 2021, Lemma 3.2), ``"pure"`` at the
+#: generic ``epsilon^2 / 2`` of an ``epsilon``-DP mechanism (Bun and Steinke 2016)
+EMBound = Literal["bounded_range", "pure"]
+
+
+def em_rho(epsilon: float, *, bound: EMBound) -> float:
+    """zCDP cost of an ``epsilon``-DP exponential mechanism.
+
+    Parameters
+    ----------
+    epsilon : float
+        The mechanism's epsilon (``>= 0``).
+    bound : {"bounded_range", "pure"}
+        ``"bounded_range"``: ``epsilon^2 / 8``. The exponential mechanism with
+        ``exp(epsilon u / (2 Delta))`` and a data-independent base measure is
+        ``epsilon``-bounded-range (Durfee and Rogers 2019), hence
+        ``epsilon^2/8``-zCDP (Cesar and Rogers 2021, Lemma 3.2).
+        ``"pure"``: ``epsilon^2 / 2``, the cost of any ``epsilon``-DP mechanism.
+
+    Returns
+    -------
+    float
+    """
+    if bound == "bounded_range":
+        return float(epsilon) ** 2 / 8.0
+    if bound == "pure":
+        return float(epsilon) ** 2 / 2.0
+    raise ValueError(f"bound must be 'bounded_range' or 'pure', got {bound!r}")
+
+
+def em_epsilon(rho: float, *, bound: EMBound) -> float:
+    """Epsilon of an exponential mechanism whose zCDP cost (see :func:`em_rho`) is ``rho``.
+
+    ``sqrt(8 rho)`` for ``"bounded_range"``, ``sqrt(2 rho)`` for ``"pure"``.
+    """
+    if rho < 0:
+        raise ValueError("rho must be >= 0")
+    if bound == "bounded_range":
+        return math.sqrt(8.0 * rho)
+    if bound == "pure":
+        return math.sqrt(2.0 * rho)
+    raise ValueError(f"bound must be 'bounded_range' or 'pure', got {bound!r}")
+
+
 @dataclass(frozen=True)
 class Spend:
-    """One entry of an accountant's ledger."""
+    """One entry of an accountant's ledger.
+
+    Attributes
+    ----------
+    mechanism, cost, unit, note
+        What was charged, its cost in the accountant's unit, and a comment.
+        These four are what releases serialise (``Release.ledger``).
+    kind : str
+        ``"gaussian"``, ``"laplace"`` or ``"exponential"`` for an entry written
+        by a charging call (:meth:`Accountant.gaussian`, :meth:`Accountant.laplace`,
+        :meth:`Accountant.exponential`), which also drew the noise; ``""`` for a
+        direct charge (``spend_*``).
+    sensitivity : float or None
+        The sensitivity charged for (L2 for Gaussian, L1 for Laplace, of the
+        score for the exponential mechanism).
+    scale : float or None
+        The scale actually drawn: the Gaussian ``sigma``, the Laplace ``b``, or
+        the exponential mechanism's ``epsilon``.
+    """
 
     mechanism: str
     cost: float
     unit: str
     note: str = ""
+    kind: str = ""
+    sensitivity: float | None = None
+    scale: float | None = None
 
 
 class BudgetExceeded(RuntimeError):
@@ -222,6 +295,11 @@ class BudgetExceeded(RuntimeError):
 
 
 _TOL = 1e-9
+
+
+def _check_sensitivity(sensitivity: float) -> None:
+    if not (sensitivity >= 0 and math.isfinite(sensitivity)):
+        raise ValueError(f"sensitivity must be finite and >= 0, got {sensitivity!r}")
 
 
 @dataclass
@@ -250,7 +328,16 @@ class Accountant:
     def remaining(self) -> float:
         return max(self.capacity - self.spent, 0.0)
 
-    def _charge(self, mechanism: str, cost: float, note: str = "") -> None:
+    def _charge(
+        self,
+        mechanism: str,
+        cost: float,
+        note: str = "",
+        *,
+        kind: str = "",
+        sensitivity: float | None = None,
+        scale: float | None = None,
+    ) -> None:
         if cost < 0 or not math.isfinite(cost):
             raise ValueError(f"privacy cost must be finite and >= 0, got {cost!r}")
         if self.spent + cost > self.capacity * (1 + _TOL) + 1e-15:
@@ -258,7 +345,182 @@ class Accountant:
                 f"{mechanism}: cost {cost:.6g} {self.unit} exceeds the remaining "
                 f"{self.remaining:.6g} of {self.capacity:.6g}"
             )
-        self.ledger.append(Spend(mechanism, float(cost), self.unit, note))
+        self.ledger.append(Spend(mechanism, float(cost), self.unit, note, kind, sensitivity, scale))
+
+    # ------------------------------------------------------------------
+    # charging calls: draw the noise and charge exactly the scale drawn
+    # ------------------------------------------------------------------
+
+    def _gaussian_cost(self, sensitivity: float, sigma: float) -> float:
+        raise TypeError(f"{type(self).__name__} cannot account for a Gaussian mechanism")
+
+    def _laplace_charge(self, mechanism: str, epsilon: float, note: str, sensitivity: float, scale: float) -> None:
+        raise TypeError(f"{type(self).__name__} cannot account for a Laplace mechanism")
+
+    def _em_charge(
+        self, mechanism: str, epsilon: float, bound: EMBound | None, note: str, sensitivity: float
+    ) -> None:
+        raise TypeError(f"{type(self).__name__} cannot account for an exponential mechanism")
+
+    def gaussian(
+        self,
+        mechanism: str,
+        value: Any,
+        *,
+        sensitivity: float,
+        sigma: float,
+        rng: np.random.Generator,
+        note: str = "",
+    ) -> Any:
+        """Release ``value + N(0, sigma^2)`` and charge the Gaussian mechanism for it.
+
+        The charge is recorded before the draw, so a draw that exceeds the
+        budget raises :class:`BudgetExceeded` without touching ``rng``.
+
+        Parameters
+        ----------
+        mechanism : str
+            Name of the ledger entry.
+        value : float or array_like
+            The exact statistic. A scalar draws one ``rng.normal(0.0, sigma)``
+            and returns a Python float; an array draws ``rng.normal(0.0, sigma,
+            size=value.shape)`` and returns an array of that shape.
+        sensitivity : float
+            L2 sensitivity of ``value`` under replace-one neighbours (``>= 0``).
+        sigma : float
+            Noise scale (``> 0``); the ledger records exactly this scale.
+        rng : Generator
+            Source of the noise (a :class:`~dpstats.privacy.randomness.SecureGenerator`
+            for releases that must resist floating-point attacks).
+        note : str
+            Comment for the ledger entry.
+
+        Returns
+        -------
+        float or ndarray
+            The noisy statistic.
+
+        Raises
+        ------
+        ValueError
+            For ``sigma <= 0`` or a negative or non-finite sensitivity.
+        TypeError
+            For an accountant that cannot account for Gaussian noise (pure DP).
+        """
+        _check_sensitivity(sensitivity)
+        if not (sigma > 0 and math.isfinite(sigma)):
+            raise ValueError(f"sigma must be finite and > 0, got {sigma!r}")
+        self._charge(
+            mechanism, self._gaussian_cost(sensitivity, sigma), note,
+            kind="gaussian", sensitivity=float(sensitivity), scale=float(sigma),
+        )
+        if np.ndim(value) == 0:
+            return float(value + rng.normal(0.0, sigma))
+        arr = np.asarray(value)
+        return arr + rng.normal(0.0, sigma, size=arr.shape)
+
+    def laplace(
+        self,
+        mechanism: str,
+        value: Any,
+        *,
+        sensitivity: float,
+        rng: np.random.Generator,
+        epsilon: float | None = None,
+        scale: float | None = None,
+        note: str = "",
+    ) -> Any:
+        """Release ``value + Laplace(0, b)`` and charge the ``Delta / b``-DP Laplace mechanism for it.
+
+        Give exactly one of ``epsilon`` (then ``b = sensitivity / epsilon``)
+        and ``scale`` (then ``b = scale`` and ``epsilon = sensitivity / b``).
+        A :class:`PureAccountant` charges ``epsilon``, a :class:`ZCDPAccountant`
+        ``epsilon^2 / 2``.
+
+        Parameters
+        ----------
+        mechanism : str
+        value : float or array_like
+            Scalar in, Python float out (``rng.laplace(0.0, b)``); arrays draw
+            ``size=value.shape``.
+        sensitivity : float
+            L1 sensitivity of ``value`` under replace-one neighbours (``>= 0``).
+        rng : Generator
+        epsilon, scale : float
+            The privacy parameter or the noise scale (exactly one, ``> 0``).
+        note : str
+
+        Returns
+        -------
+        float or ndarray
+        """
+        _check_sensitivity(sensitivity)
+        if (epsilon is None) == (scale is None):
+            raise ValueError("give exactly one of epsilon and scale")
+        if epsilon is not None:
+            if not (epsilon > 0 and math.isfinite(epsilon)):
+                raise ValueError(f"epsilon must be finite and > 0, got {epsilon!r}")
+            b = sensitivity / epsilon
+            eps = float(epsilon)
+        else:
+            assert scale is not None
+            if not (scale > 0 and math.isfinite(scale)):
+                raise ValueError(f"scale must be finite and > 0, got {scale!r}")
+            b = scale
+            eps = sensitivity / scale
+        if not b > 0:
+            raise ValueError("the Laplace scale must be > 0 (sensitivity 0?)")
+        self._laplace_charge(mechanism, eps, note, float(sensitivity), float(b))
+        if np.ndim(value) == 0:
+            return float(value + rng.laplace(0.0, b))
+        arr = np.asarray(value)
+        return arr + rng.laplace(0.0, b, size=arr.shape)
+
+    def exponential(
+        self,
+        mechanism: str,
+        scores: Any,
+        *,
+        sensitivity: float,
+        epsilon: float,
+        rng: np.random.Generator,
+        bound: EMBound | None = None,
+        log_base: Any = None,
+        monotone: bool = False,
+        note: str = "",
+    ) -> int:
+        """Draw an index by :func:`~dpstats.privacy.mechanisms.exponential_mechanism` and charge it.
+
+        Parameters
+        ----------
+        mechanism : str
+        scores : array_like
+            Utility of each candidate; moves by at most ``sensitivity`` between
+            replace-one neighbours.
+        sensitivity : float
+            Sensitivity of the scores (``> 0``).
+        epsilon : float
+            The mechanism is ``epsilon``-DP; the ledger records this epsilon.
+        rng : Generator
+        bound : {"bounded_range", "pure"}
+            Required by a :class:`ZCDPAccountant`: the zCDP cost (:func:`em_rho`).
+            A :class:`PureAccountant` charges ``epsilon`` and ignores it.
+        log_base, monotone
+            Passed to the mechanism (data-independent base measure; scores that
+            all move the same way).
+        note : str
+
+        Returns
+        -------
+        int
+            The index drawn.
+        """
+        if not (sensitivity > 0 and math.isfinite(sensitivity)):
+            raise ValueError(f"sensitivity must be finite and > 0, got {sensitivity!r}")
+        if not (epsilon > 0 and math.isfinite(epsilon)):
+            raise ValueError(f"epsilon must be finite and > 0, got {epsilon!r}")
+        self._em_charge(mechanism, float(epsilon), bound, note, float(sensitivity))
+        return exponential_mechanism(scores, epsilon, sensitivity, rng, log_base=log_base, monotone=monotone)
 
     def exhausted(self) -> bool:
         """True when the whole budget has been spent (to relative tolerance 1e-9)."""
@@ -323,6 +585,29 @@ class ZCDPAccountant(Accountant):
         """Record a mechanism with a known zCDP cost."""
         self._charge(mechanism, rho, note)
 
+    @staticmethod
+    def em_rho(epsilon: float, *, bound: EMBound) -> float:
+        """zCDP cost of an ``epsilon``-DP exponential mechanism (:func:`em_rho`)."""
+        return em_rho(epsilon, bound=bound)
+
+    @staticmethod
+    def em_epsilon(rho: float, *, bound: EMBound) -> float:
+        """Epsilon of an exponential mechanism costing ``rho`` (:func:`em_epsilon`)."""
+        return em_epsilon(rho, bound=bound)
+
+    def _gaussian_cost(self, sensitivity: float, sigma: float) -> float:
+        return float(sensitivity**2 / (2.0 * sigma**2))
+
+    def _laplace_charge(self, mechanism: str, epsilon: float, note: str, sensitivity: float, scale: float) -> None:
+        self._charge(mechanism, epsilon**2 / 2.0, note, kind="laplace", sensitivity=sensitivity, scale=scale)
+
+    def _em_charge(
+        self, mechanism: str, epsilon: float, bound: EMBound | None, note: str, sensitivity: float
+    ) -> None:
+        if bound is None:
+            raise ValueError("a zCDP accountant needs bound='bounded_range' or bound='pure' for an exponential mechanism")
+        self._charge(mechanism, em_rho(epsilon, bound=bound), note, kind="exponential", sensitivity=sensitivity, scale=epsilon)
+
     def achieved(self) -> tuple[float, float]:
         return (zcdp_epsilon(self.spent, self.delta) if self.spent > 0 else 0.0, self.delta)
 
@@ -362,6 +647,9 @@ class GDPAccountant(Accountant):
             raise ValueError("sigma must be > 0")
         self._charge(mechanism, (sensitivity / sigma) ** 2, note)
 
+    def _gaussian_cost(self, sensitivity: float, sigma: float) -> float:
+        return float((sensitivity / sigma) ** 2)
+
     def achieved(self) -> tuple[float, float]:
         mu = math.sqrt(self.spent)
         if mu == 0:
@@ -392,6 +680,14 @@ class PureAccountant(Accountant):
             raise BudgetExceeded(f"{mechanism}: delta {delta:g} exceeds the remaining delta")
         self._charge(mechanism, epsilon, note)
         self.delta_spent += delta
+
+    def _laplace_charge(self, mechanism: str, epsilon: float, note: str, sensitivity: float, scale: float) -> None:
+        self._charge(mechanism, epsilon, note, kind="laplace", sensitivity=sensitivity, scale=scale)
+
+    def _em_charge(
+        self, mechanism: str, epsilon: float, bound: EMBound | None, note: str, sensitivity: float
+    ) -> None:
+        self._charge(mechanism, epsilon, note, kind="exponential", sensitivity=sensitivity, scale=epsilon)
 
     def achieved(self) -> tuple[float, float]:
         return (self.spent, self.delta_spent)
