@@ -85,6 +85,17 @@ class Release:
     details : mapping
         Diagnostics (clipping counts, chosen ranges, ...). Never private data
         beyond what the released quantities already reveal.
+    std_error : ndarray or None
+        A private standard error, shaped like ``estimate``, for the
+        population parameter (sampling error plus privacy noise), computed
+        from released values and public facts only; ``None`` for methods
+        that give no interval. ``inf`` where the method cannot localise the
+        estimate.
+    df : float or None
+        Degrees of freedom of a Student-t interval; ``None`` for a normal one.
+    bias_bound : ndarray or None
+        A bound on the estimate's bias (e.g. from clipping), added to both
+        ends of the interval; ``None`` for none.
     """
 
     estimate: np.ndarray
@@ -92,11 +103,39 @@ class Release:
     delta: float
     ledger: tuple[Any, ...] = ()
     details: Mapping[str, Any] = field(default_factory=dict)
+    std_error: np.ndarray | None = None
+    df: float | None = None
+    bias_bound: np.ndarray | None = None
 
     released: ClassVar[bool] = True
 
     def with_details(self, **more: Any) -> "Release":
         return replace(self, details={**dict(self.details), **more})
+
+    def conf_int(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+        """The interval ``estimate +- (q * std_error + bias_bound)`` at ``level`` (post-processing).
+
+        ``q`` is the Student-t quantile with :attr:`df` degrees of freedom
+        (normal when ``df`` is None).
+
+        Raises
+        ------
+        ValueError
+            ``level`` outside (0, 1), or a release without a standard error.
+        """
+        from scipy import stats
+
+        if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not (0.0 < float(level) < 1.0):
+            raise ValueError(f"level must lie in (0, 1), got {level!r}")
+        if self.std_error is None:
+            raise ValueError("this release has no standard error (its method gives no interval)")
+        p = 0.5 + float(level) / 2.0
+        q = float(stats.norm.ppf(p) if self.df is None else stats.t.ppf(p, self.df))
+        est = np.asarray(self.estimate, dtype=float).reshape(-1)
+        half = q * np.asarray(self.std_error, dtype=float).reshape(-1)
+        if self.bias_bound is not None:
+            half = half + np.asarray(self.bias_bound, dtype=float).reshape(-1)
+        return est - half, est + half
 
 
 @dataclass(frozen=True)
