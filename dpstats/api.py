@@ -54,6 +54,7 @@ from dpstats.privacy.randomness import release_generator
 
 __all__ = [
     "DEFAULT_METHODS",
+    "INFERENCE_METHODS",
     "PrivateResult",
     "private_coef",
     "private_ols",
@@ -71,6 +72,29 @@ DEFAULT_METHODS: dict[str, str] = {
     "sce": "fwl_score",
     "linreg": "dpnewton",
     "mean": "adaptive_whiten",
+}
+
+#: The interval method each function uses when ``inference=True`` and
+#: ``method=None`` (see ``docs/inference.md``): every input to the interval is
+#: a release or a public fact.
+#:
+#: * sce, linreg ``ssp_bootstrap``: noisy X'X, X'y (joint Gaussian, the budget
+#:   left after 10 % for private bounds when needed and 5 % for y'y) and a
+#:   parametric bootstrap (post-processing, no budget); classical
+#:   (homoskedastic) sampling error plus privacy noise.
+#: * mean ``kv_interval``: 35 % private ranges (when a column has no bounds),
+#:   15 % clipped variance, the rest the clipped mean; Student-t interval.
+INFERENCE_METHODS: dict[str, str] = {
+    "sce": "ssp_bootstrap",
+    "linreg": "ssp_bootstrap",
+    "mean": "kv_interval",
+}
+
+_COVERS = {
+    "ssp_bootstrap": ("sampling error of the classical (homoskedastic, independent rows) OLS standard error and the "
+                      "privacy noise; not heteroskedasticity-robust or clustered sampling error, nor clipping bias"),
+    "kv_interval": ("sampling error of the mean of independent rows and the privacy noise, plus an allowance for "
+                    "clipping bias that assumes light (Gaussian-like) tails"),
 }
 
 _TASK_TITLES = {
@@ -156,6 +180,15 @@ class PrivateResult:
     diagnostics : mapping
         Not private, for the analyst only: ``dropped_missing`` (rows),
         ``dropped_collinear`` (dummy columns), ``out_of_bounds`` (values per column).
+    std_error : float, ndarray or None
+        The private standard error (shaped like ``estimate``) for the
+        population parameter, covering sampling error and privacy noise,
+        when the method gives intervals (``inference=True``); ``None``
+        otherwise. Computed from released values and public facts only.
+    df : float or None
+        Degrees of freedom of the interval's t quantile (``None``: normal).
+    bias_bound : float, ndarray or None
+        The allowance for bias the interval adds to both ends.
     """
 
     task: str
@@ -180,6 +213,9 @@ class PrivateResult:
     citation: str = ""
     ledger: tuple = ()
     diagnostics: Mapping[str, Any] = field(default_factory=dict)
+    std_error: Any = None
+    df: float | None = None
+    bias_bound: Any = None
 
     def __post_init__(self) -> None:
         # mappings are copied into read-only views so the record cannot drift
@@ -193,27 +229,120 @@ class PrivateResult:
         """True when the method released an estimate."""
         return not self.declined
 
+    @property
+    def has_interval(self) -> bool:
+        """True when the release carries a standard error and an interval."""
+        return self.std_error is not None and not self.declined
+
+    def conf_int(self, level: float = 0.95) -> pd.DataFrame:
+        """The private confidence interval at ``level`` for each term.
+
+        ``estimate +- (q * std_error + bias_bound)`` with ``q`` the t
+        quantile on :attr:`df` degrees of freedom (normal when ``df`` is
+        None): post-processing of the release, no extra budget.
+
+        Parameters
+        ----------
+        level : float, default 0.95
+            In (0, 1).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by term, columns ``conf.low`` and ``conf.high``.
+
+        Raises
+        ------
+        ValueError
+            ``level`` outside (0, 1), or a release without an interval
+            (a method without intervals, ``inference=False``, or a decline).
+        """
+        lo, hi = self._interval(level)
+        return pd.DataFrame({"conf.low": lo, "conf.high": hi}, index=pd.Index(list(self.terms), name="term"))
+
+    def _interval(self, level: float) -> tuple[np.ndarray, np.ndarray]:
+        if isinstance(level, bool) or not isinstance(level, numbers.Real) or not (0.0 < float(level) < 1.0):
+            raise ValueError(f"level must lie in (0, 1), got {level!r}")
+        if self.declined:
+            raise ValueError(f"conf_int: the method declined to release ({self.reason})")
+        if self.std_error is None:
+            raise ValueError(f"conf_int: method {self.method!r} was run without an interval; pass inference=True "
+                             f"(methods with intervals: {', '.join(sorted(set(INFERENCE_METHODS.values())))})")
+        rel = Release(estimate=self._values(), epsilon=self.epsilon, delta=self.delta,
+                      std_error=np.atleast_1d(np.asarray(self.std_error, dtype=float)), df=self.df,
+                      bias_bound=None if self.bias_bound is None else np.atleast_1d(np.asarray(self.bias_bound, dtype=float)))
+        return rel.conf_int(float(level))
+
+    def uninformative(self, level: float = 0.95) -> tuple[str, ...]:
+        """Terms whose interval says little: infinite, or wider than the term's public bounds.
+
+        Returns
+        -------
+        tuple of str
+        """
+        if not self.has_interval:
+            return ()
+        lo, hi = self._interval(level)
+        out = []
+        for t, a, b in zip(self.terms, lo, hi):
+            if not (np.isfinite(a) and np.isfinite(b)):
+                out.append(t)
+                continue
+            bd = self.bounds.get(t) if self.task == "mean" else None
+            if bd is not None and (b - a) >= (bd[1] - bd[0]):
+                out.append(t)
+            elif self.task != "mean" and self.coefficient and t == self.coefficient and a <= 0 <= b and (b - a) > 0 \
+                    and self._coef_range() is not None and (b - a) >= self._coef_range():
+                out.append(t)
+        return tuple(out)
+
+    def _coef_range(self) -> float | None:
+        """Width of the coefficient range implied by public bounds on y and the regressor (|dy| / |dx|), if any."""
+        if not (self.outcome and self.coefficient):
+            return None
+        by, bx = self.bounds.get(self.outcome), self.bounds.get(self.coefficient)
+        if by is None or bx is None:
+            return None
+        return 2.0 * (by[1] - by[0]) / (bx[1] - bx[0])
+
     def _values(self) -> np.ndarray:
         if self.declined:
             return np.full(len(self.terms), np.nan)
         return np.atleast_1d(np.asarray(self.estimate, dtype=float))
 
-    def tidy(self) -> pd.DataFrame:
+    def tidy(self, level: float = 0.95) -> pd.DataFrame:
         """The release as a data frame, one row per released quantity.
 
-        Columns: ``term``, ``estimate``, ``epsilon``, ``delta``, ``method``,
+        Columns: ``term``, ``estimate``, ``std.error``, ``conf.low``,
+        ``conf.high`` (broom's names; the interval at ``level``, ``NaN``
+        without one), ``epsilon``, ``delta``, ``method``,
         ``interpretation``. Only private or public numbers: never a
         non-private estimate. A declined release has ``NaN`` estimates.
+
+        Parameters
+        ----------
+        level : float, default 0.95
 
         Returns
         -------
         pandas.DataFrame
         """
         k = len(self.terms)
+        se = np.full(k, np.nan)
+        lo = np.full(k, np.nan)
+        hi = np.full(k, np.nan)
+        if self.has_interval:
+            se = np.atleast_1d(np.asarray(self.std_error, dtype=float))
+            lo, hi = self._interval(level)
+        elif not (isinstance(level, numbers.Real) and not isinstance(level, bool) and 0.0 < float(level) < 1.0):
+            raise ValueError(f"level must lie in (0, 1), got {level!r}")
         return pd.DataFrame(
             {
                 "term": list(self.terms),
                 "estimate": self._values(),
+                "std.error": se,
+                "conf.low": lo,
+                "conf.high": hi,
                 "epsilon": [float(self.epsilon)] * k,
                 "delta": [float(self.delta)] * k,
                 "method": [self.method] * k,
@@ -246,6 +375,13 @@ class PrivateResult:
         lines.append("")
         if self.declined:
             lines.append(f"  The method declined to release an estimate: {self.reason}")
+        elif self.has_interval:
+            width = max(len(t) for t in self.terms)
+            lo, hi = self._interval(0.95)
+            se = np.atleast_1d(np.asarray(self.std_error, dtype=float))
+            lines.append(f"  {'term':<{width}}  {'private estimate':>16}  {'std. error':>11}  95% interval")
+            for t, v, s, a, b in zip(self.terms, self._values(), se, lo, hi):
+                lines.append(f"  {t:<{width}}  {_fmt(float(v)):>16}  {_fmt(float(s)):>11}  [{_fmt(float(a))}, {_fmt(float(b))}]")
         else:
             width = max(len(t) for t in self.terms)
             lines.append(f"  {'term':<{width}}  private estimate")
@@ -266,7 +402,14 @@ class PrivateResult:
         if self.seeded:
             lines.append("  WARNING: a fixed seed was used, and whoever knows it can remove the noise; not for "
                          "publication.")
-        lines.append("  The estimate includes deliberate random noise; no standard error is released.")
+        if self.has_interval:
+            lines.append("  The interval is for the population " + ("mean" if self.task == "mean" else "coefficient")
+                         + f" and covers {_COVERS.get(self.method, 'sampling error and privacy noise')}.")
+            bad = self.uninformative()
+            if bad:
+                lines.append("  Uninformative (infinite, or wider than the public range): " + ", ".join(bad) + ".")
+        else:
+            lines.append("  The estimate includes deliberate random noise; no standard error is released.")
         return "\n".join(lines)
 
     def _user_bounds(self) -> dict[str, tuple[float, float]]:
@@ -343,6 +486,19 @@ class PrivateResult:
                 f"estimate{fresh}. Running again and averaging or choosing among the results spends the budget "
                 "again each time (the epsilons add up), so publish one release."
             )
+        if self.has_interval:
+            what = "mean" if self.task == "mean" else "coefficient"
+            para = (f"The standard error and the confidence interval are for the population {what}, not for the "
+                    f"non-private estimate on these rows: they cover {_COVERS.get(self.method, 'sampling error and privacy noise')}. "
+                    "They are computed from the released statistics and the public facts only, within the same budget.")
+            if self.task != "mean":
+                para += (" If the study reports heteroskedasticity-robust or clustered standard errors, this interval "
+                         "accounts only for classical sampling error and may be too narrow.")
+            bad = self.uninformative()
+            if bad:
+                para += (" For " + ", ".join(bad) + " the interval is uninformative (infinite, or wider than the public "
+                         "range): the release cannot tell the value apart from noise at this budget.")
+            paras.append(para)
         return "\n\n".join(paras)
 
     def __repr__(self) -> str:
@@ -521,8 +677,8 @@ def _inspect_design(data: pd.DataFrame, formula: str) -> set[str]:
     return cat_vars
 
 
-def _method_class(task: str, method: str | None) -> tuple[str, type]:
-    name = DEFAULT_METHODS[task] if method is None else method
+def _method_class(task: str, method: str | None, inference: bool = False) -> tuple[str, type]:
+    name = (INFERENCE_METHODS if inference else DEFAULT_METHODS)[task] if method is None else method
     if not isinstance(name, str) or not name:
         raise TypeError(f"method must be an algorithm name (str) or None, got {method!r}")
     try:
@@ -583,15 +739,21 @@ def _warn_bounds(inst: Any, user_bounds: Mapping[str, tuple[float, float]]) -> N
 
 def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None = None,
          columns: Sequence[str] | None = None, epsilon: Any, delta: Any, method: str | None, seed: Any,
-         secure: Any, bounds: Any, levels: Any, params: dict[str, Any]) -> PrivateResult:
+         secure: Any, bounds: Any, levels: Any, params: dict[str, Any], inference: Any = False) -> PrivateResult:
     eps, dlt = _check_budget(epsilon, delta)
+    if not isinstance(inference, (bool, np.bool_)):
+        raise TypeError(f"inference must be True or False, got {inference!r}")
     seed = _check_seed(seed)
     if not isinstance(secure, (bool, np.bool_)):
         raise TypeError(f"secure must be True or False, got {secure!r}")
     user_bounds = _check_bounds(bounds)
     declared = _check_levels(levels)
     df = _check_data(data)
-    name, cls = _method_class(task, method)
+    name, cls = _method_class(task, method, bool(inference))
+    if inference and not getattr(cls, "intervals", False):
+        with_ci = ", ".join(a.name for a in list_algorithms(task) if getattr(a, "intervals", False))
+        raise ValueError(f"inference: method {name!r} gives no standard error or interval; use one of {with_ci} "
+                         "(or method=None), or inference=False")
     algo = cls(**params)
     if declared:
         df = df.copy()
@@ -670,6 +832,17 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
         "implied_bounds": tuple(implied),
     }
     released = isinstance(out, Release)
+    se: Any = None
+    bias: Any = None
+    df = None
+    if released and inference and out.std_error is not None:
+        se_a = np.asarray(out.std_error, dtype=float).reshape(-1)
+        bias_a = None if out.bias_bound is None else np.asarray(out.bias_bound, dtype=float).reshape(-1)
+        df = None if out.df is None else float(out.df)
+        if task == "sce":
+            se, bias = float(se_a[0]), (None if bias_a is None else float(bias_a[0]))
+        else:
+            se, bias = _readonly(se_a), (None if bias_a is None else _readonly(bias_a))
     if task == "sce":
         terms: tuple[str, ...] = (facts.coefficient,)
         estimate: Any = float(out.estimate[0]) if released else None
@@ -683,6 +856,7 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
         coefficient=facts.coefficient, outcome=facts.outcome, bounds=dict(facts.bounds),
         levels=declared, levels_from_data=levels_from_data, seeded=seed is not None,
         params=dict(algo.params), citation=cls.citation, ledger=tuple(out.ledger), diagnostics=diagnostics,
+        std_error=se, df=df, bias_bound=bias,
     )
 
 
@@ -690,7 +864,7 @@ def private_coef(data: Any, formula: str, coef: str, epsilon: float, delta: floa
                  method: str | None = None, seed: int | None = None,
                  bounds: Mapping[str, tuple[float, float]] | None = None, *,
                  levels: Mapping[str, Sequence[Any]] | None = None, secure: bool = False,
-                 **params: Any) -> PrivateResult:
+                 inference: bool = False, **params: Any) -> PrivateResult:
     """A differentially private OLS coefficient.
 
     Parameters
@@ -731,6 +905,13 @@ def private_coef(data: Any, formula: str, coef: str, epsilon: float, delta: floa
     secure : bool, default False
         Draw the Gaussian and Laplace noise with OpenDP's samplers instead of
         numpy's floating-point ones (see the privacy page of the docs).
+    inference : bool, default False
+        Release a private standard error and confidence interval with the
+        estimate, within the same budget (``res.std_error``,
+        ``res.conf_int()``). With ``method=None`` the method is
+        ``INFERENCE_METHODS[task]`` (``ssp_bootstrap`` for coefficients,
+        ``kv_interval`` for means; ``docs/inference.md`` gives their
+        budget splits); a method without intervals is an error.
     **params
         Hyperparameters of the method.
 
@@ -761,13 +942,13 @@ def private_coef(data: Any, formula: str, coef: str, epsilon: float, delta: floa
     if not isinstance(coef, str) or not coef:
         raise TypeError(f"coef must be the name of a design column, got {coef!r}")
     return _run("sce", data, formula=formula, coef=coef, epsilon=epsilon, delta=delta, method=method, seed=seed,
-                secure=secure, bounds=bounds, levels=levels, params=params)
+                secure=secure, bounds=bounds, levels=levels, params=params, inference=inference)
 
 
 def private_ols(data: Any, formula: str, epsilon: float, delta: float = 1e-6, method: str | None = None,
                 seed: int | None = None, bounds: Mapping[str, tuple[float, float]] | None = None, *,
                 levels: Mapping[str, Sequence[Any]] | None = None, secure: bool = False,
-                **params: Any) -> PrivateResult:
+                inference: bool = False, **params: Any) -> PrivateResult:
     """Differentially private OLS coefficients (the whole vector).
 
     Parameters
@@ -775,9 +956,10 @@ def private_ols(data: Any, formula: str, epsilon: float, delta: float = 1e-6, me
     data : pandas.DataFrame
     formula : str
         ``"outcome ~ regressors"`` in patsy syntax.
-    epsilon, delta, method, seed, bounds, levels, secure, **params
+    epsilon, delta, method, seed, bounds, levels, secure, inference, **params
         As in :func:`private_coef` (``epsilon`` is required);
-        ``method`` defaults to ``DEFAULT_METHODS["linreg"]``.
+        ``method`` defaults to ``DEFAULT_METHODS["linreg"]``
+        (``INFERENCE_METHODS["linreg"]`` with ``inference=True``).
 
     Returns
     -------
@@ -790,14 +972,14 @@ def private_ols(data: Any, formula: str, epsilon: float, delta: float = 1e-6, me
         As :func:`private_coef`.
     """
     return _run("linreg", data, formula=formula, epsilon=epsilon, delta=delta, method=method, seed=seed,
-                secure=secure, bounds=bounds, levels=levels, params=params)
+                secure=secure, bounds=bounds, levels=levels, params=params, inference=inference)
 
 
 def private_mean(data: Any, columns: Sequence[str] | str, epsilon: float, delta: float = 1e-6,
                  method: str | None = None, seed: int | None = None,
                  bounds: Mapping[str, tuple[float, float]] | None = None, *,
                  levels: Mapping[str, Sequence[Any]] | None = None, secure: bool = False,
-                 **params: Any) -> PrivateResult:
+                 inference: bool = False, **params: Any) -> PrivateResult:
     """Differentially private means of numeric columns.
 
     Parameters
@@ -807,9 +989,10 @@ def private_mean(data: Any, columns: Sequence[str] | str, epsilon: float, delta:
         Numeric columns; rows missing any of them are dropped. A column with
         declared ``levels`` is released as the share of each level, one term
         ``"column[level]"`` per declared level.
-    epsilon, delta, method, seed, bounds, levels, secure, **params
+    epsilon, delta, method, seed, bounds, levels, secure, inference, **params
         As in :func:`private_coef` (``epsilon`` is required);
-        ``method`` defaults to ``DEFAULT_METHODS["mean"]``.
+        ``method`` defaults to ``DEFAULT_METHODS["mean"]``
+        (``INFERENCE_METHODS["mean"]`` with ``inference=True``).
 
     Returns
     -------
@@ -832,4 +1015,4 @@ def private_mean(data: Any, columns: Sequence[str] | str, epsilon: float, delta:
     if len(set(columns)) != len(columns):
         raise ValueError(f"columns: names repeat in {columns}")
     return _run("mean", data, columns=columns, epsilon=epsilon, delta=delta, method=method, seed=seed,
-                secure=secure, bounds=bounds, levels=levels, params=params)
+                secure=secure, bounds=bounds, levels=levels, params=params, inference=inference)

@@ -351,8 +351,10 @@ def test_result_is_frozen(mroz: pd.DataFrame) -> None:
 def test_tidy_has_only_private_and_public_numbers(mroz: pd.DataFrame) -> None:
     res = private_coef(mroz, FORMULA, coef="educ", epsilon=2.0, delta=1e-7, bounds=BOUNDS, seed=1)
     tidy = res.tidy()
-    assert list(tidy.columns) == ["term", "estimate", "epsilon", "delta", "method", "interpretation"]
-    assert tidy.shape == (1, 6)
+    assert list(tidy.columns) == ["term", "estimate", "std.error", "conf.low", "conf.high", "epsilon", "delta",
+                                  "method", "interpretation"]
+    assert tidy.shape == (1, 9)
+    assert tidy[["std.error", "conf.low", "conf.high"]].isna().all(axis=None)  # no interval without inference=True
     row = tidy.iloc[0]
     assert row["term"] == "educ" and row["estimate"] == res.estimate
     assert row["epsilon"] == 2.0 and row["delta"] == 1e-7
