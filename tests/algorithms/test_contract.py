@@ -1,0 +1,228 @@
+"""The contract every registered algorithm keeps, tested over the whole registry.
+
+One parametrised test per clause, over :func:`dpstats.algorithms.list_algorithms`
+(built-in algorithms, the sce wrappers of the linreg ones, entry-point
+plugins and accepted tuned variants alike), on small real instances of each
+task from the public corpus (a d = 2 one and a larger one, so that the
+one-regressor methods and the block methods both release), at epsilon 1 and
+at a small epsilon where the propose-test-release methods decline:
+
+* the outcome is a :class:`Release` or a :class:`Decline`; a release has the
+  task's shape and a finite estimate, a decline a non-empty reason;
+* a release reports exactly the budget, and its ledger (one unit) spends
+  exactly the accountant's capacity, converting back to the budget; a
+  decline reports no more than it spent and spends no more than the budget;
+* the same seed gives the identical outcome, another seed another release;
+* ``standard`` classes raise no :class:`PrivacyLeakWarning`, the others one
+  naming their class at every run.
+
+The ``details`` allow-list is tested over the same registry in
+``test_details_allowlist.py`` (checked here to be enumerated the same way).
+No name list is kept by hand: an algorithm added to the registry is tested.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import pkgutil
+import warnings
+from functools import cache
+
+import numpy as np
+import pytest
+
+import dpstats.algorithms as registry
+from dpstats.algorithms import INTERPRETATIONS, TASKS, Decline, Release, get, list_algorithms
+from dpstats.data.corpus import Corpus
+from dpstats.privacy.accounting import PrivacyLeakWarning, gdp_delta, gdp_mu, zcdp_epsilon, zcdp_rho
+
+#: per task: a d = 2 instance and a larger one (n in the thousands, d = 4 or 5)
+INSTANCES = {
+    "sce": ("engel_food", "mvd95_did"),
+    "linreg": ("engel_food_linreg", "mvd95_did_linreg"),
+    "mean": ("mean_engel_food", "mean_abadie03_401k"),
+}
+EPSILONS = (1.0, 0.05)
+DELTA = 1e-6
+SEEDS = (0, 1)
+TOL = 1e-9
+
+ALGORITHMS = list_algorithms()
+
+
+def _id(cls: type) -> str:
+    return f"{cls.task}-{cls.name}"
+
+
+@cache
+def _instance(iid: str):
+    inst = Corpus.public().instance(iid)
+    return inst.task_data(), inst.facts
+
+
+def _run(cls, iid: str, eps: float, seed: int):
+    """The outcome and the warnings of one run (every warning recorded)."""
+    data, facts = _instance(iid)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = cls().run(data, facts, eps, DELTA, np.random.default_rng(seed))
+    return out, [(w.category, str(w.message)) for w in caught]
+
+
+@cache
+def _runs(task: str, name: str):
+    """``{(instance, epsilon, seed): (outcome, warnings)}``, seed 0 run twice (key ``seed = -1``: the rerun)."""
+    cls = get(task, name)
+    out = {}
+    for iid in INSTANCES[task]:
+        for eps in EPSILONS:
+            for seed in SEEDS:
+                out[(iid, eps, seed)] = _run(cls, iid, eps, seed)
+            out[(iid, eps, -1)] = _run(cls, iid, eps, 0)
+    return out
+
+
+def _capacity(unit: str, eps: float, delta: float) -> float:
+    return {"rho": zcdp_rho(eps, delta), "epsilon": eps, "mu^2": gdp_mu(eps, delta) ** 2}[unit]
+
+
+def _ledger(out) -> tuple[set[str], float]:
+    return {e[2] for e in out.ledger}, float(sum(e[1] for e in out.ledger))
+
+
+def test_the_registry_is_what_is_tested():
+    """Every task is present and every registered class is a distinct, resolvable entry."""
+    assert {c.task for c in ALGORITHMS} == set(TASKS) == set(INSTANCES)
+    assert len({(c.task, c.name) for c in ALGORITHMS}) == len(ALGORITHMS) >= 40
+    for cls in ALGORITHMS:
+        assert get(cls.task, cls.name) is cls
+    # the sce wrappers of the linreg algorithms are among them
+    assert any(getattr(c, "wraps", None) is not None for c in ALGORITHMS if c.task == "sce")
+
+
+def test_every_algorithm_module_is_a_builtin_module():
+    """Each module of ``sce/``, ``linreg/`` and ``mean/`` (not starting with ``_``) is in BUILTIN_MODULES."""
+    found = set()
+    for task in TASKS:
+        pkg = importlib.import_module(f"dpstats.algorithms.{task}")
+        for mod in pkgutil.iter_modules(pkg.__path__):
+            if not mod.name.startswith("_"):
+                found.add(f"dpstats.algorithms.{task}.{mod.name}")
+    assert found, "no algorithm module found"
+    assert found == set(registry.BUILTIN_MODULES), (
+        sorted(found - set(registry.BUILTIN_MODULES)), sorted(set(registry.BUILTIN_MODULES) - found))
+    # and each listed module defines at least one registered class
+    modules = {c.__module__ for c in ALGORITHMS}
+    assert set(registry.BUILTIN_MODULES) <= modules, sorted(set(registry.BUILTIN_MODULES) - modules)
+
+
+def test_the_allow_list_test_covers_the_same_registry():
+    """``details`` keys are checked by ``test_details_allowlist.py``, over this same registry and all tasks."""
+    from tests.algorithms import test_details_allowlist as allow
+
+    assert [(c.task, c.name) for c in allow.ALGORITHMS] == [(c.task, c.name) for c in ALGORITHMS]
+    assert set(allow.INSTANCES) == set(TASKS)
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS, ids=_id)
+def test_metadata(cls):
+    assert cls.task in TASKS and cls.interpretation in INTERPRETATIONS
+    assert cls.name and cls.citation
+    for p in cls.defaults.values():
+        assert isinstance(p.source, str) and p.source, (cls.name, p)
+    meta = cls.metadata()
+    assert meta["name"] == cls.name and meta["task"] == cls.task
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS, ids=_id)
+def test_outcome_shape_and_declines(cls):
+    d_of = {iid: _instance(iid)[0].d for iid in INSTANCES[cls.task]}
+    for (iid, eps, seed), (out, _) in _runs(cls.task, cls.name).items():
+        where = (cls.name, iid, eps, seed)
+        assert isinstance(out, (Release, Decline)), where
+        if isinstance(out, Release):
+            est = out.estimate
+            assert isinstance(est, np.ndarray) and est.dtype == float, where
+            assert est.shape == ((1,) if cls.task == "sce" else (d_of[iid],)), (where, est.shape)
+            assert np.all(np.isfinite(est)), where
+            if out.std_error is not None:
+                assert np.asarray(out.std_error).shape == est.shape, where
+        else:
+            assert isinstance(out.reason, str) and out.reason.strip(), where
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS, ids=_id)
+def test_budget_is_spent_exactly(cls):
+    """A release reports the budget and its ledger spends exactly the capacity; a decline spends at most it."""
+    for (iid, eps, seed), (out, _) in _runs(cls.task, cls.name).items():
+        where = (cls.name, iid, eps, seed)
+        units, total = _ledger(out)
+        assert len(units) <= 1, (where, "a ledger in several units", units)
+        assert all(e[1] >= 0 for e in out.ledger), where
+        if isinstance(out, Release):
+            assert (out.epsilon, out.delta) == (eps, DELTA), where
+            assert len(units) == 1, (where, "a release with an empty ledger")
+            (unit,) = units
+            cap = _capacity(unit, eps, DELTA)
+            assert total == pytest.approx(cap, rel=TOL), (where, unit, total, cap)
+            if unit == "rho":  # converts back to the budget
+                assert zcdp_epsilon(total, DELTA) == pytest.approx(eps, rel=1e-6), where
+            elif unit == "mu^2":
+                assert gdp_delta(math.sqrt(total), eps) == pytest.approx(DELTA, rel=1e-6), where
+        else:
+            assert 0 <= out.epsilon <= eps * (1 + TOL) and 0 <= out.delta <= DELTA * (1 + TOL), where
+            if not units:
+                assert out.epsilon == 0 and out.delta == 0, (where, "a decline reporting a spend it has no entry for")
+            else:
+                (unit,) = units
+                assert total <= _capacity(unit, eps, DELTA) * (1 + TOL), (where, unit, total)
+                assert out.epsilon > 0, (where, "a decline that spent budget reports epsilon 0")
+
+
+def _same(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, Release):
+        return (np.array_equal(a.estimate, b.estimate) and a.ledger == b.ledger
+                and (a.std_error is None) == (b.std_error is None)
+                and (a.std_error is None or np.array_equal(a.std_error, b.std_error))
+                and _details(a) == _details(b))
+    return a.reason == b.reason and a.ledger == b.ledger and _details(a) == _details(b)
+
+
+def _details(out) -> str:
+    """The released details, exactly (floats by their repr)."""
+    return repr(sorted((k, repr(v)) for k, v in out.details.items()))
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS, ids=_id)
+def test_seeded_determinism(cls):
+    """Same seed: the identical outcome. Another seed: another release (the noise is drawn from ``rng``)."""
+    runs = _runs(cls.task, cls.name)
+    compared = 0
+    for iid in INSTANCES[cls.task]:
+        for eps in EPSILONS:
+            first, again, other = runs[(iid, eps, 0)][0], runs[(iid, eps, -1)][0], runs[(iid, eps, 1)][0]
+            assert _same(first, again), (cls.name, iid, eps)
+            seed = 2
+            while isinstance(first, Release) and not isinstance(other, Release) and seed < 6:
+                other, seed = _run(cls, iid, eps, seed)[0], seed + 1  # a seed that releases too
+            if isinstance(first, Release) and isinstance(other, Release):
+                compared += 1
+                # the estimate, or when it is clamped (e.g. to 0) the paid statistics released with it
+                moved = not np.array_equal(first.estimate, other.estimate) or _details(first) != _details(other)
+                assert moved, (cls.name, iid, eps, "seed ignored")
+    released = any(isinstance(o, Release) for o, _ in runs.values())
+    assert compared or not released, (cls.name, "no pair of releases to compare")
+
+
+@pytest.mark.parametrize("cls", ALGORITHMS, ids=_id)
+def test_warnings_follow_the_interpretation_class(cls):
+    """``standard``: no PrivacyLeakWarning. Otherwise: a PrivacyLeakWarning naming the class at every run."""
+    for key, (_, caught) in _runs(cls.task, cls.name).items():
+        leak = [m for c, m in caught if issubclass(c, PrivacyLeakWarning)]
+        if cls.interpretation == "standard":
+            assert not leak, (cls.name, key, leak)
+        else:
+            assert leak and any(cls.interpretation in m for m in leak), (cls.name, key, caught)
