@@ -49,7 +49,7 @@ from dpstats.algorithms.base import INTERPRETATIONS, Release
 from dpstats.data.corpus import InstanceSpec
 from dpstats.errors import CorpusError
 from dpstats.data.instance import build_instance, design_from_formula, factor_variables
-from dpstats.privacy.accounting import PrivacyLeakWarning
+from dpstats.privacy.accounting import PrivacyLeakWarning, validate_budget
 from dpstats.privacy.randomness import release_generator
 
 __all__ = [
@@ -520,12 +520,9 @@ class PrivateResult:
 def _check_budget(epsilon: Any, delta: Any) -> tuple[float, float]:
     if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
         raise TypeError(f"epsilon must be a positive finite number, got {epsilon!r}")
-    if not math.isfinite(float(epsilon)) or float(epsilon) <= 0:
-        raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
     if isinstance(delta, bool) or not isinstance(delta, numbers.Real):
         raise TypeError(f"delta must be a number in [0, 1), got {delta!r}")
-    if not (0.0 <= float(delta) < 1.0):
-        raise ValueError(f"delta must lie in [0, 1), got {delta!r}")
+    validate_budget(epsilon, delta)  # the ranges: the one budget check (dpstats.privacy.accounting)
     return float(epsilon), float(delta)
 
 
