@@ -49,6 +49,7 @@ Benchmark your own algorithm on your own corpus::
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import signal
@@ -71,7 +72,9 @@ from dpstats.bench.trial import (
     WorkerPool,
     run_job_isolated,
 )
-from dpstats.data.corpus import TASKS, Corpus, InstanceSpec, public_corpus_path
+from dpstats.data.corpus import Corpus, InstanceSpec, public_corpus_path
+from dpstats.data.manifest import TASKS
+from dpstats.privacy.accounting import validate_budget
 
 __all__ = [
     "DEFAULT_EPSILONS",
@@ -87,6 +90,9 @@ __all__ = [
     "make_plan",
     "run_bench",
 ]
+
+#: where run_bench reports when it is given no ``log`` callback and no ``out`` file
+LOGGER = logging.getLogger("dpstats.bench")
 
 DEFAULT_EPSILONS = (0.3, 1.0, 3.0, 10.0)
 DEFAULT_DELTA = 1e-6
@@ -398,12 +404,13 @@ def _fmt_time(s: float) -> str:
 
 
 class _Progress:
-    """A tqdm bar on a terminal; otherwise a line at 25 %, 50 % and 75 %."""
+    """A tqdm bar drawn on ``out`` (a terminal); otherwise a line to ``log`` at 25 %, 50 % and 75 %."""
 
-    def __init__(self, total: int, bar: bool, out: Any = None) -> None:
+    def __init__(self, total: int, bar: bool, log: Callable[[str], None], out: Any = None) -> None:
         self.total = total
         self.done = 0
         self.counts: Counter[str] = Counter()
+        self.log = log
         self.out = out or sys.stderr
         self.t0 = time.monotonic()
         self.next_mark = 1
@@ -426,8 +433,8 @@ class _Progress:
         while self.total and self.next_mark <= 3 and self.done >= self.next_mark * self.total / 4:
             el = time.monotonic() - self.t0
             left = el * (self.total - self.done) / max(self.done, 1)
-            print(f"dpstats bench: {25 * self.next_mark}% ({self.done}/{self.total} trials) in {_fmt_time(el)}, "
-                  f"about {_fmt_time(left)} left", file=self.out, flush=True)
+            self.log(f"dpstats bench: {25 * self.next_mark}% ({self.done}/{self.total} trials) in {_fmt_time(el)}, "
+                     f"about {_fmt_time(left)} left")
             self.next_mark += 1
 
     def close(self) -> None:
@@ -497,12 +504,9 @@ def _resolve(config: BenchConfig) -> tuple[Corpus, list[str], tuple[float, ...],
         if t not in TASKS:
             raise ValueError(f"unknown task {t!r}; choose from {TASKS}")
     eps = tuple(dict.fromkeys(float(e) for e in (config.epsilons or preset.epsilons)))
-    for e in eps:
-        if not (math.isfinite(e) and e > 0):
-            raise ValueError(f"epsilon must be positive and finite, got {e}")
     delta = DEFAULT_DELTA if config.delta is None else float(config.delta)
-    if not (0 <= delta < 1):
-        raise ValueError(f"delta must be in [0, 1), got {delta}")
+    for e in eps:
+        validate_budget(e, delta)
     trials = config.trials if config.trials is not None else (preset.trials or corpus.default_trials)
     if int(trials) < 1:
         raise ValueError("trials must be at least 1")
@@ -520,14 +524,22 @@ def plan_bench(config: BenchConfig, store: Store | None = None) -> Plan:
                      secure=config.secure)
 
 
-def run_bench(config: BenchConfig, out: Any = None) -> BenchSummary:
+def run_bench(config: BenchConfig, out: Any = None, log: Callable[[str], None] | None = None) -> BenchSummary:
     """Run (or resume) a benchmark.
+
+    The runner prints nothing itself: it reports the plan, progress at 25, 50
+    and 75 % and an interruption as lines to ``log`` (the command line
+    prints them).
 
     Parameters
     ----------
     config : BenchConfig
     out : file, optional
-        Where progress goes (default: stderr).
+        Where the progress bar is drawn (default: stderr); when ``log`` is not
+        given, the lines are written to ``out`` too.
+    log : callable, optional
+        Receives each line (default: written to ``out`` if given, else the
+        logger ``dpstats.bench`` at level INFO).
 
     Returns
     -------
@@ -542,7 +554,8 @@ def run_bench(config: BenchConfig, out: Any = None) -> BenchSummary:
         After stopping the workers and marking the run ``interrupted``; a
         rerun resumes it.
     """
-    out = out or sys.stderr
+    if log is None:
+        log = (lambda line: print(line, file=out, flush=True)) if out is not None else LOGGER.info
     corpus, tasks, eps, delta, trials, per_study, limits, preset = _resolve(config)
     algos = select_algorithms(config.algorithms, tasks)
     specs = select_instances(corpus, tasks, config.instances, per_study)
@@ -574,12 +587,13 @@ def run_bench(config: BenchConfig, out: Any = None) -> BenchSummary:
         run_id = store.start_run(corpus.name, root, corpus.is_public, run_config, plan.planned, plan.skipped)
         total = plan.to_run
         where = f"Dask at {config.dask}" if config.dask else f"{workers} local worker{'s' if workers > 1 else ''}"
-        print(f"dpstats bench: {total} trials to run, {plan.skipped} of {plan.planned} already stored; "
-              f"{len(algos)} algorithms, {len(specs)} instances of corpus {corpus.name!r}, epsilon "
-              f"{', '.join(f'{e:g}' for e in eps)}, {trials} trials; {where}; limits {limits.time:g} s, "
-              f"{limits.memory_mb:g} MB{'; secure noise (OpenDP)' if config.secure else ''}", file=out, flush=True)
-        bar = config.progress if config.progress is not None else bool(getattr(out, "isatty", lambda: False)())
-        progress = _Progress(total, bar, out)
+        log(f"dpstats bench: {total} trials to run, {plan.skipped} of {plan.planned} already stored; "
+            f"{len(algos)} algorithms, {len(specs)} instances of corpus {corpus.name!r}, epsilon "
+            f"{', '.join(f'{e:g}' for e in eps)}, {trials} trials; {where}; limits {limits.time:g} s, "
+            f"{limits.memory_mb:g} MB{'; secure noise (OpenDP)' if config.secure else ''}")
+        bar_out = out if out is not None else sys.stderr
+        bar = config.progress if config.progress is not None else bool(getattr(bar_out, "isatty", lambda: False)())
+        progress = _Progress(total, bar, log, bar_out)
         counts: Counter[str] = Counter()
         ran = 0
         trial_seconds = 0.0
@@ -622,8 +636,7 @@ def run_bench(config: BenchConfig, out: Any = None) -> BenchSummary:
             wall = time.monotonic() - t0
             store.finish_run(run_id, status, ran, wall)
             if status == "interrupted":
-                print(f"dpstats bench: interrupted after {ran} trials; run the same command again to resume",
-                      file=out, flush=True)
+                log(f"dpstats bench: interrupted after {ran} trials; run the same command again to resume")
         return BenchSummary(Path(config.results), run_id, plan.planned, plan.skipped, ran, dict(counts), wall,
                             trial_seconds, workers, status)
     finally:
@@ -646,16 +659,3 @@ def _raise_on_sigterm() -> Any:
 def _restore_sigterm(old: Any) -> None:
     if old is not None:
         signal.signal(signal.SIGTERM, old)
-
-
-# --------------------------------------------------------------------------
-# Command line
-# --------------------------------------------------------------------------
-
-
-
-
-
-
-
-

@@ -10,7 +10,7 @@ from pathlib import Path
 from dpstats.bench.runner import DEFAULT_DELTA, DEFAULT_RESULTS, PRESETS, BenchConfig, plan_bench, run_bench
 from dpstats.bench.store import Store
 from dpstats.bench.trial import FatalJobError
-from dpstats.data.corpus import TASKS
+from dpstats.data.manifest import TASKS
 
 
 def _build_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -59,7 +59,6 @@ def _config_from_args(args: argparse.Namespace) -> BenchConfig:
     )
 
 
-
 def cmd_bench(args: argparse.Namespace) -> int:
     """Handler of ``dpstats bench``: 0 when the run completes (failed trials are results), 130 if interrupted."""
     config = _config_from_args(args)
@@ -79,7 +78,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
               f"{len(plan.algorithms)} algorithms, {len(plan.instances)} instances")
         return 0
     try:
-        summary = run_bench(config)
+        summary = run_bench(config, log=lambda line: print(line, file=sys.stderr, flush=True))
     except KeyboardInterrupt:
         return 130
     except FatalJobError as exc:
