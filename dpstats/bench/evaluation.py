@@ -34,6 +34,14 @@ descending) and then by the threshold at which they first reach it
 (ascending). Equal keys share a rank (competition ranking: 1, 2, 2, 4).
 Other interpretation classes are listed as comparisons with an empty rank.
 
+Tails
+-----
+Next to tau@50, the leaderboard reports how often an algorithm is far off:
+``tail10 = 1 - S(10)`` and ``tail100 = 1 - S(100)``, the study-weighted share
+of trials whose error exceeds 10 and 100 times the baseline (failures count
+as exceeding every threshold). They are exact like ``S`` and are not used
+for the ranking.
+
 Examples
 --------
 >>> import pandas as pd
@@ -84,6 +92,8 @@ __all__ = [
     "format_tau",
     "format_tau50",
     "format_rate",
+    "format_tail",
+    "TAIL_TAUS",
 ]
 
 TASKS = ("sce", "linreg", "mean")
@@ -111,7 +121,11 @@ TRIAL_COLUMNS = (
 #: the columns of leaderboard.csv, in order (``corpus`` is appended when the trials have one)
 LEADERBOARD_COLUMNS = (
     "task", "epsilon", "slice", "algorithm", "interpretation", "tau50", "reaches", "rank", "instances", "studies",
+    "tail10", "tail100",
 )
+
+#: the thresholds of the tail columns: ``tail<t>`` is ``1 - S(t)``
+TAIL_TAUS = (10, 100)
 
 
 def slices_for(task: str) -> tuple[str, ...]:
@@ -255,6 +269,10 @@ class StepProfile:
             if c * lv.denominator >= lv.numerator * self.denominator:
                 return float(t)
         return math.inf
+
+    def tail(self, tau: float) -> Fraction:
+        """Exact ``1 - S(tau)``: the weighted share of trials with a ratio above ``tau`` or failed."""
+        return 1 - self.rate(tau)
 
     @property
     def tau50(self) -> float:
@@ -485,7 +503,9 @@ def leaderboard(trials: pd.DataFrame, standard_only_ranked: bool = True) -> pd.D
         Columns :data:`LEADERBOARD_COLUMNS` (then ``corpus`` when the trials
         have it). ``tau50`` is a float (``inf`` allowed), ``reaches`` is the
         highest success rate reached (``S(inf)``), ``rank`` a nullable integer,
-        ``instances`` and ``studies`` the size of the slice. Empty slices are
+        ``instances`` and ``studies`` the size of the slice, ``tail10`` and
+        ``tail100`` the weighted shares of trials with a ratio above 10 and
+        100 (failures included), i.e. ``1 - S(10)`` and ``1 - S(100)``. Empty slices are
         left out. Rows are ordered by task, epsilon, slice, then ranked
         algorithms by rank and comparisons by the same key.
     """
@@ -503,6 +523,7 @@ def leaderboard(trials: pd.DataFrame, standard_only_ranked: bool = True) -> pd.D
                 **dict(zip(ck + ["task", "epsilon", "slice"], key)), "algorithm": algo, "interpretation": interp,
                 "tau50": p.tau50, "reaches": reach, "_key": rank_key(p.tau50, reach, p.reach_tau),
                 "instances": len(inst), "studies": int(inst["study"].nunique()),
+                **{f"tail{t}": float(p.tail(t)) for t in TAIL_TAUS},
             })
         ranked = [e for e in entries if e["interpretation"] == "standard" or not standard_only_ranked]
         for e, r in zip(ranked, competition_ranks([e["_key"] for e in ranked])):
@@ -517,6 +538,8 @@ def leaderboard(trials: pd.DataFrame, standard_only_ranked: bool = True) -> pd.D
     out["studies"] = out["studies"].astype(int)
     out["tau50"] = out["tau50"].astype(float)
     out["reaches"] = out["reaches"].astype(float)
+    for t in TAIL_TAUS:
+        out[f"tail{t}"] = out[f"tail{t}"].astype(float)
     order = {t: i for i, t in enumerate(TASKS)}
     sl = {s: i for i, s in enumerate(SLICES)}
     out["_o"] = np.arange(len(out))
@@ -547,7 +570,7 @@ def verify_leaderboard(trials: pd.DataFrame | str | Path, board: pd.DataFrame | 
     board : DataFrame or path
         A leaderboard or ``leaderboard.csv``.
     rtol : float
-        Relative tolerance for ``tau50`` and ``reaches`` (CSV round trip).
+        Relative tolerance for ``tau50``, ``reaches`` and the tail shares (CSV round trip).
 
     Returns
     -------
@@ -577,7 +600,7 @@ def verify_leaderboard(trials: pd.DataFrame | str | Path, board: pd.DataFrame | 
         return problems
     for k in a.index.intersection(b.index):
         ra, rb = a.loc[k], b.loc[k]
-        for col in ("tau50", "reaches"):
+        for col in ("tau50", "reaches") + tuple(f"tail{t}" for t in TAIL_TAUS):
             x, y = float(ra[col]), float(rb[col])
             if not (x == y or (math.isfinite(x) and math.isfinite(y) and math.isclose(x, y, rel_tol=rtol, abs_tol=0))):
                 problems.append(f"{k}: {col} {y!r} but recomputed {x!r}")
@@ -609,6 +632,12 @@ def format_tau(tau: float) -> str:
 def format_rate(rate: float) -> str:
     """A rate as a percentage, rounded down (so 49.9 % never shows as 50 %)."""
     pct = math.floor(100 * float(rate) + 1e-9)
+    return f"{pct}%"
+
+
+def format_tail(share: float) -> str:
+    """A tail share as a percentage, rounded up (so a non-zero tail never shows as 0 %)."""
+    pct = math.ceil(100 * float(share) - 1e-9)
     return f"{pct}%"
 
 

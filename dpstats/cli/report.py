@@ -44,7 +44,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     facts = None
     if not args.no_site:
         facts = instance_facts(trials, corpus=corpus, results=paths)
-    res = write_report(trials, args.out, facts=facts, explore=args.explore, site=not args.no_site)
+    from dpstats.api import DEFAULT_METHODS
+
+    res = write_report(trials, args.out, facts=facts, explore=args.explore, site=not args.no_site,
+                       defaults=DEFAULT_METHODS)
     lb = res["leaderboard"]
     problems = ev.verify_leaderboard(Path(args.out) / "trials.csv", Path(args.out) / "leaderboard.csv")
     if problems:  # pragma: no cover - a bug, reported loudly

@@ -218,6 +218,46 @@ def test_verify_leaderboard_roundtrip_and_tampering(tmp_path):
     assert ev.verify_leaderboard(tp, bad.iloc[1:]) != []
 
 
+def test_tail_columns_by_hand(tmp_path):
+    # K = 2 studies; s1 has i1 (4 trials) and i2 (2 trials), s2 has i3 (2 trials), so a trial of
+    # i1 weighs 1/16, of i2 1/8 and of i3 1/4. A ratio of exactly 10 (100) is not above 10 (100);
+    # failures are above every threshold.
+    spec = [
+        ("s1", "i1", 100, 2, [("ok", 0.5), ("ok", 20.0), ("ok", 200.0), ("error", INF)]),
+        ("s1", "i2", 100, 2, [("ok", 10.0), ("ok", 50.0)]),
+        ("s2", "i3", 100, 2, [("ok", 100.0), ("timeout", INF)]),
+    ]
+    df = pd.concat([make_trials(spec), make_trials(spec, algorithm="b").assign(ratio=0.1, status="ok")])
+    lb = ev.leaderboard(df).set_index(["slice", "algorithm"])
+    # > 10: i1 {20, 200, error} 3/16, i2 {50} 1/8, i3 {100, timeout} 1/2 -> 13/16
+    assert lb.loc[("all", "a"), "tail10"] == 13 / 16
+    # > 100: i1 {200, error} 2/16, i2 none, i3 {timeout} 1/4 -> 3/8
+    assert lb.loc[("all", "a"), "tail100"] == 3 / 8
+    assert lb.loc[("all", "b"), ["tail10", "tail100"]].tolist() == [0.0, 0.0]
+    assert list(ev.leaderboard(df).columns) == list(ev.LEADERBOARD_COLUMNS)
+    assert ev.LEADERBOARD_COLUMNS[-2:] == ("tail10", "tail100")
+    # the tails are 1 - S(10) and 1 - S(100) of the exact profile
+    rates = ev.success_rates(df, [10, 100], "sce", 1.0)
+    assert rates.loc["a"].tolist() == [3 / 16, 5 / 8]
+    # verify_leaderboard checks them
+    tp = tmp_path / "trials.csv"
+    df.to_csv(tp, index=False)
+    board = ev.leaderboard(df)
+    assert ev.verify_leaderboard(tp, board) == []
+    board.loc[board.algorithm == "a", "tail100"] = 0.25
+    problems = ev.verify_leaderboard(tp, board)
+    assert problems and all("tail100" in p for p in problems)
+    assert "columns differ" in ev.verify_leaderboard(tp, board.drop(columns="tail10"))[0]
+
+
+def test_format_tail_rounds_up():
+    assert ev.format_tail(0.0) == "0%"
+    assert ev.format_tail(0.001) == "1%"
+    assert ev.format_tail(13 / 16) == "82%"
+    assert ev.format_tail(0.5) == "50%"
+    assert ev.format_tail(1.0) == "100%"
+
+
 def test_success_rates_and_instance_success():
     spec = [("s1", "i1", 100, 2, [("ok", 0.5), ("ok", 1.5)]), ("s2", "i2", 100, 2, [("ok", 1.0), ("error", INF)])]
     df = make_trials(spec)

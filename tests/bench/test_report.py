@@ -15,6 +15,7 @@ import pytest
 
 from dpstats.bench import evaluation as ev
 from dpstats.bench import report
+from dpstats.bench.report import site as report_site
 from dpstats.cli import main
 
 # --------------------------------------------------------------------------
@@ -123,7 +124,7 @@ def test_csv_files_agree_with_the_trials(site: Path) -> None:
     # 'inf' is written for an infinite tau50, and the comparison has an empty rank
     text = (site / "leaderboard.csv").read_text()
     assert re.search(r"^sce,1\.0,all,flaky,standard,inf,", text, re.M)
-    assert re.search(r"^sce,1\.0,all,peek,data-bounds,[0-9.e-]+,1\.0,,4,3,public$", text, re.M)
+    assert re.search(r"^sce,1\.0,all,peek,data-bounds,[0-9.e-]+,1\.0,,4,3,0\.0,0\.0,public$", text, re.M)
     prof = pd.read_csv(site / "profiles.csv")
     one = prof[(prof.task == "sce") & (prof.slice == "d>10") & (prof.algorithm == "good")]
     assert one.rate.is_monotonic_increasing and one.rate.iloc[-1] == 1.0
@@ -185,15 +186,87 @@ def test_leaderboard_page_tables(site: Path) -> None:
                                                              "lb-public-nd-gt-100"}
 
 
+def test_leaderboard_page_shows_the_tail_shares(site: Path) -> None:
+    lb = ev.read_leaderboard(site / "leaderboard.csv")
+    text = (site / "leaderboard-sce-eps1.html").read_text(encoding="utf-8")
+    assert "<th>&gt; 10×</th><th>&gt; 100×</th>" in text
+    for r in lb[(lb.task == "sce") & (lb.slice == "all")].itertuples(index=False):
+        rank = "comparison" if pd.isna(r.rank) else str(int(r.rank))
+        cells = [rank, ev.format_tau50(r.tau50, r.reaches), ev.format_rate(r.reaches), ev.format_tail(r.tail10),
+                 ev.format_tail(r.tail100)]
+        row = re.search(rf'<tr class="[a-z]+" data-algorithm="{r.algorithm}">(.*?)</tr>', text).group(1)
+        assert re.findall(r'<td class="num">([^<]*)</td>', row) == cells
+    flaky = lb[(lb.task == "sce") & (lb.slice == "all") & (lb.algorithm == "flaky")].iloc[0]
+    assert flaky.tail10 > 0.5  # fails on most trials, and failures are in the tail
+    assert "profiles.csv" in text and "Not drawn" not in text  # four algorithms: every curve is drawn
+
+
+def test_names_are_escaped(tmp_path: Path) -> None:
+    evil = "<script>alert(1)</script>"
+    df = synthetic_trials(trials=2)
+    df.loc[df.algorithm == "okay", "algorithm"] = evil
+    df.loc[df.instance == "alpha_small", "instance"] = 'a"<b>&c'
+    out = tmp_path / "site"
+    report.write_report(df, out, explore=True, public={})
+    pages = sorted(out.rglob("*.html"))
+    assert (out / "explore" / "algorithm-sce-_script_alert_1___script_.html").is_file()
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert "<script" not in text and "<b>" not in text, page.name
+    text = (out / "leaderboard-sce-eps1.html").read_text(encoding="utf-8")
+    assert 'data-algorithm="&lt;script&gt;alert(1)&lt;/script&gt;"' in text
+    assert ">&lt;script&gt;alert(1)&lt;/script&gt;</a>" in text
+    inst = (out / "explore" / "instance-a__b__c.html").read_text(encoding="utf-8")
+    assert "<h1>Instance a&#34;&lt;b&gt;&amp;c</h1>" in inst
+    # the escaped page still parses to the original names
+    rows = parse(text).rows["lb-public-all"]
+    assert evil in [r["data-algorithm"] for r in rows]
+
+
+def test_profile_plots_draw_the_leaders_and_the_default(tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    rows = []
+    for k in range(6):
+        for interp in ("standard", "data-bounds"):
+            for inst, study in (("i1", "s1"), ("i2", "s2")):
+                for seed in range(3):
+                    # algorithm k of each class is about 2**k times worse; std5 has a tail beyond 1e3
+                    r = 2.0 ** k * float(np.exp(0.2 * rng.standard_normal())) * (1e5 if k == 5 and seed == 0 else 1)
+                    rows.append({"algorithm": f"{interp[:3]}{k}", "interpretation": interp, "instance": inst,
+                                 "study": study, "task": "mean", "epsilon": 1.0, "delta": 1e-6, "seed": seed,
+                                 "status": "ok", "error": None, "baseline": 1.0, "ratio": r, "seconds": 0.0,
+                                 "peak_mb": 0.0, "n": 500, "d": 2, "corpus": "c"})
+    df = pd.DataFrame(rows)
+    lb = ev.leaderboard(df)
+    g = lb[lb.slice == "all"]
+    assert report.profile_leaders(g) == ["sta0", "sta1", "sta2", "dat0", "dat1", "dat2"]
+    assert report.profile_leaders(g, k=1, default="sta5") == ["sta0", "sta5", "dat0"]
+    out = tmp_path / "site"
+    report.write_report(df, out, explore=False, public={}, defaults={"mean": "sta5"})
+    text = (out / "leaderboard-mean-eps1.html").read_text(encoding="utf-8")
+    assert "Not drawn: sta3, sta4, dat3, dat4, dat5 (in profiles.csv)." in text
+    assert "API default <code>sta5</code>" in text
+    svg = (out / "img" / "profile-c-mean-eps1-all.svg").read_text()
+    assert svg.count("sta5  τ@50") == 1 and "sta4  τ@50" not in svg
+    s5 = g[g.algorithm == "sta5"].iloc[0]
+    # its tail goes beyond τ = 1000: the legend entry is marked, the others are not
+    assert f"<!-- sta5  τ@50 = {ev.format_tau50(s5.tau50, s5.reaches)}  ▸ -->" in svg
+    assert svg.count("  ▸ -->") == 1
+    assert "1e+05" not in svg and "100000" not in svg  # the axis is clipped at TAU_MAX
+    # profiles.csv keeps every algorithm and every step, the tail included
+    prof = pd.read_csv(out / "profiles.csv")
+    assert set(prof.algorithm) == set(lb.algorithm) and prof.tau.max() > 1e4
+
+
 def test_explore_is_only_for_public_corpora() -> None:
     trials = synthetic_trials()
     public = {i: {"study": s, "task": t} for s, i, t, _, _ in INSTANCES}
-    assert report._explorable(trials, public, None) == {"public"}
-    assert report._explorable(trials, {}, None) == set()
-    assert report._explorable(trials, {}, True) == {"public"}
+    assert report_site._explorable(trials, public, None) == {"public"}
+    assert report_site._explorable(trials, {}, None) == set()
+    assert report_site._explorable(trials, {}, True) == {"public"}
     wrong_study = dict(public, alpha_small={"study": "other", "task": "sce"})
-    assert report._explorable(trials, wrong_study, None) == set()
-    assert report._explorable(trials, public, False) == set()
+    assert report_site._explorable(trials, wrong_study, None) == set()
+    assert report_site._explorable(trials, public, False) == set()
 
 
 def test_report_cli_csv_only_and_bad_input(tmp_path: Path, capsys) -> None:

@@ -1,0 +1,62 @@
+"""Reports: ``trials.csv``, ``leaderboard.csv``, a static site, and the release bundle.
+
+``dpstats report [--results PATH ...] --out DIR`` reads benchmark results (a
+results file written by ``dpstats bench``, or a ``trials.csv``) and writes
+
+* ``trials.csv``: one row per trial (:data:`dpstats.bench.evaluation.TRIAL_COLUMNS`,
+  then any extra columns);
+* ``leaderboard.csv``: :func:`dpstats.bench.evaluation.leaderboard`, one row per
+  task, privacy level, slice and algorithm;
+* ``profiles.csv``: the exact performance profiles behind the plots (the
+  step points of :func:`dpstats.bench.evaluation.profile` for every task, privacy
+  level and slice);
+* a static site (plain HTML and CSS, no scripts, no network resources; it
+  works from ``file://``): ``index.html``; a Leaderboard page per task and
+  privacy level with the slices, each with its table and its performance
+  profile plot (PNG and SVG); and Explore pages per instance and per
+  algorithm. The pages are rendered from the Jinja2 templates in
+  ``dpstats/bench/templates`` (one ``base.html`` layout, autoescaping on).
+
+Explore pages show instance names and facts. They are written only for
+corpora whose instances all belong to the public corpus, unless
+``--explore`` asks for them (a report of the withheld corpus is for the
+maintainers).
+
+``dpstats release --out DIR`` writes the downloadable bundle of the public
+corpus: the instance list with its facts, every algorithm's trials on the
+public corpus, the leaderboard computed from them, a README and a manifest
+with versions and checksums, as a folder and a ``.zip``. Trials of instances
+that are not in the public corpus are never included.
+
+The package is split by concern: :mod:`~dpstats.bench.report.loading`
+(reading results and facts), :mod:`~dpstats.bench.report.plots` (matplotlib
+figures), :mod:`~dpstats.bench.report.site` (the pages) and
+:mod:`~dpstats.bench.report.release` (the bundle).
+"""
+
+from __future__ import annotations
+
+from dpstats.bench.report.loading import _default_results, instance_facts, load_trials, profiles_table, \
+    public_instance_ids
+from dpstats.bench.report.plots import COLORS, TAU_MAX, plot_profiles, plot_trials
+from dpstats.bench.report.release import build_release, corpus_instance_table
+from dpstats.bench.report.site import SLICE_LABELS, SLICE_TAGS, TASK_LABELS, profile_leaders, write_report
+
+__all__ = [
+    "load_trials",
+    "instance_facts",
+    "profiles_table",
+    "plot_profiles",
+    "plot_trials",
+    "profile_leaders",
+    "write_report",
+    "build_release",
+    "corpus_instance_table",
+    "public_instance_ids",
+    "SLICE_LABELS",
+    "SLICE_TAGS",
+    "TASK_LABELS",
+    "COLORS",
+    "TAU_MAX",
+    "_default_results",
+]

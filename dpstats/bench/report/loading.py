@@ -1,0 +1,171 @@
+"""Reading results for the report: trials, instance facts, and the exact profiles table."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from dpstats.bench import evaluation as ev
+
+__all__ = ["load_trials", "instance_facts", "public_instance_ids", "profiles_table"]
+
+
+def _default_results() -> str:
+    try:
+        from dpstats.bench.runner import DEFAULT_RESULTS
+
+        return str(DEFAULT_RESULTS)
+    except ImportError:  # pragma: no cover - the runner ships with dpstats
+        return "results/bench.sqlite"
+
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+def load_trials(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
+    """Read trials from results files (SQLite from ``dpstats bench``) or ``trials.csv`` files.
+
+    Parameters
+    ----------
+    paths : path or sequence of paths
+        Several files are concatenated (e.g. the public and the withheld
+        results); each keeps its ``corpus`` name.
+
+    Returns
+    -------
+    DataFrame
+        The trials, with a ``corpus`` column (the store's corpus name, or
+        the file's stem when a CSV has none).
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    frames = []
+    for p in map(Path, paths):
+        if not p.is_file():
+            raise FileNotFoundError(f"no results file {p}")
+        if _is_sqlite(p):
+            from dpstats.bench.store import read_trials
+
+            df = read_trials(p)
+        else:
+            df = pd.read_csv(p, keep_default_na=True)
+        if "corpus" not in df.columns:
+            df["corpus"] = p.stem
+        df["corpus"] = df["corpus"].fillna(p.stem).astype(str)
+        frames.append(df)
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(ev.TRIAL_COLUMNS))
+    for c in ("error", "estimate"):
+        if c in out.columns:
+            out[c] = out[c].where(~out[c].isin(["None", "nan"]), None)
+    return out
+
+def _store_instances(paths: Iterable[str | os.PathLike[str]]) -> pd.DataFrame:
+    frames = []
+    for p in map(Path, paths):
+        if p.is_file() and _is_sqlite(p):
+            from dpstats.bench.store import read_instances
+
+            try:
+                frames.append(read_instances(p))
+            except Exception:  # noqa: BLE001 - an older file without the table: facts come from elsewhere
+                continue
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+def public_instance_ids(corpus: Any = None) -> dict[str, dict[str, Any]]:
+    """Instance id -> ``{"study", "task"}`` of the public corpus (empty when it cannot be read)."""
+    from dpstats.data.corpus import Corpus, public_corpus_path
+
+    try:
+        c = corpus if corpus is not None else Corpus(public_corpus_path())
+    except Exception:  # noqa: BLE001 - no corpus: nothing is known to be public
+        return {}
+    return {s.id: {"study": s.study, "task": s.task} for s in c.specs()}
+
+def instance_facts(trials: pd.DataFrame, corpus: Any = None, results: Sequence[str | os.PathLike[str]] = ()
+                   ) -> pd.DataFrame:
+    """The facts shown on the Explore pages, one row per instance of the trials.
+
+    Columns ``instance, study, task, n, d, baseline, se_type, columns,
+    formula, coefficient, title, citation``; what a source does not know is
+    left empty. Sources, in order: the trials, the results files'
+    instance tables, the corpus manifests (default: the public corpus).
+    """
+    base = (trials.sort_values("instance").drop_duplicates("instance")
+            [[c for c in ("instance", "study", "task", "n", "d", "baseline") if c in trials.columns]]
+            .set_index("instance"))
+    out = base.copy()
+    for c in ("se_type", "columns", "formula", "coefficient", "title", "citation"):
+        out[c] = None
+    out = out.astype(object)
+    st = _store_instances(results)
+    if not st.empty:
+        for r in st.itertuples(index=False):
+            if r.instance in out.index:
+                out.at[r.instance, "se_type"] = r.se_type
+                facts = r.facts if isinstance(r.facts, dict) else {}
+                if facts.get("columns"):
+                    out.at[r.instance, "columns"] = ", ".join(map(str, facts["columns"]))
+                if facts.get("coefficient"):
+                    out.at[r.instance, "coefficient"] = facts["coefficient"]
+    from dpstats.data.corpus import Corpus, public_corpus_path
+
+    try:
+        c = corpus if corpus is not None else Corpus(public_corpus_path())
+    except Exception:  # noqa: BLE001 - no corpus available: the facts of the trials suffice
+        c = None
+    if c is not None:
+        for s in c.specs():
+            if s.id in out.index and out.at[s.id, "study"] == s.study:
+                study = c.studies[s.study]
+                out.at[s.id, "formula"] = s.formula
+                if s.task == "sce":
+                    out.at[s.id, "coefficient"] = s.coefficient
+                    if out.at[s.id, "se_type"] is None:
+                        out.at[s.id, "se_type"] = s.se
+                if s.columns and out.at[s.id, "columns"] is None:
+                    out.at[s.id, "columns"] = ", ".join(s.columns)
+                out.at[s.id, "title"] = study.title
+                out.at[s.id, "citation"] = study.citation
+    return out.reset_index()
+
+def _order_columns(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.copy()
+    for c in ev.TRIAL_COLUMNS:
+        if c not in df.columns:
+            df[c] = np.nan
+    extra = [c for c in df.columns if c not in ev.TRIAL_COLUMNS]
+    return df[list(ev.TRIAL_COLUMNS) + extra]
+
+def _sort_trials(df: pd.DataFrame) -> pd.DataFrame:
+    keys = [c for c in ("corpus", "task", "algorithm", "instance", "epsilon", "delta", "seed") if c in df.columns]
+    return df.sort_values(keys, kind="stable").reset_index(drop=True)
+
+def profiles_table(trials: pd.DataFrame) -> pd.DataFrame:
+    """Every performance profile as exact step points.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``corpus, task, epsilon, slice, algorithm, interpretation,
+        tau, rate`` (see :func:`dpstats.bench.evaluation.profile`).
+    """
+    frames = []
+    corpora = sorted(trials["corpus"].unique()) if "corpus" in trials.columns else [None]
+    for corpus in corpora:
+        sub = trials if corpus is None else trials[trials["corpus"] == corpus]
+        for task, eps in ev.group_values(sub):
+            for sl in ev.slices_for(task):
+                p = ev.profile(sub, task, eps, sl, corpus=corpus)
+                if p.empty:
+                    continue
+                frames.append(p.assign(corpus=corpus, task=task, epsilon=eps, slice=sl))
+    cols = ["corpus", "task", "epsilon", "slice", "algorithm", "interpretation", "tau", "rate"]
+    return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
+
