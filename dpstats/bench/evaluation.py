@@ -69,6 +69,9 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from dpstats.bench.trial import STATUSES
+from dpstats.data.manifest import TASKS
+
 __all__ = [
     "TASKS",
     "STATUSES",
@@ -96,8 +99,6 @@ __all__ = [
     "TAIL_TAUS",
 ]
 
-TASKS = ("sce", "linreg", "mean")
-STATUSES = ("ok", "declined", "error", "timeout", "memory")
 FAILURE_STATUSES = STATUSES[1:]
 
 #: slice name -> description; the predicates are in :func:`slice_mask`
