@@ -158,7 +158,7 @@ class SecureGenerator(np.random.Generator):
 
     __str__ = __repr__
 
-    def __reduce__(self) -> tuple[Any, tuple[()]]:
+    def __reduce__(self) -> tuple[Any, tuple[()]]:  # type: ignore[override]  # rebuilt fresh, not from state
         # a copy or an unpickled generator is a fresh one: the secret state never travels
         return (SecureGenerator, ())
 
@@ -168,7 +168,7 @@ class SecureGenerator(np.random.Generator):
     def __copy__(self) -> "SecureGenerator":
         return SecureGenerator()
 
-    def spawn(self, n_children: int) -> list["SecureGenerator"]:
+    def spawn(self, n_children: int) -> list["SecureGenerator"]:  # type: ignore[override]  # children are secure
         """``n_children`` new, independent secure generators."""
         return [SecureGenerator() for _ in range(operator.index(n_children))]
 
