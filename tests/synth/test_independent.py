@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from dpstats.privacy.accounting import PureAccountant, ZCDPAccountant, zcdp_rho
+from dpstats.privacy.accounting import PureAccountant, zcdp_rho
 from dpstats.synth import get_synthesizer, list_synthesizers
 from dpstats.synth.base import DiscreteData, Domain, Synthesizer
 from dpstats.synth.discretize import EqualWidth, PrivTree, encode

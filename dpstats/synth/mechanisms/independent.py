@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from dpstats.privacy.accounting import Accountant, ZCDPAccountant
-from dpstats.synth.base import DiscreteData, Param, Synthesizer
+from dpstats.synth.base import DiscreteData, Synthesizer
 
 __all__ = ["Independent", "noisy_probabilities"]
 
