@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Static checks, run by scripts/test.sh before the tests (so by CI, .ci/run) and by the
+# pre-commit hooks (.pre-commit-config.yaml):
+#   lint-imports  the layer contracts of pyproject.toml [tool.importlinter]
+#                 (cli > api | audit > bench > algorithms > ols > data > privacy > errors)
+#   ruff check    pyproject.toml [tool.ruff]
+#   mypy          pyproject.toml [tool.mypy]: strict on dpstats/privacy/, the algorithm base and the public facts
+# Uses the tools of .venv (the `lint` extra, part of `dev`); needs no network.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN="${DPSTATS_VENV:-.venv}/bin"
+status=0
+echo "lint: lint-imports" && "$BIN/lint-imports" --no-cache || status=1
+echo "lint: ruff check" && "$BIN/ruff" check --no-cache dpstats tests benchmarks docs scripts || status=1
+echo "lint: mypy" && "$BIN/mypy" || status=1
+exit $status
