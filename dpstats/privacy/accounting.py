@@ -371,6 +371,7 @@ class Accountant:
         sigma: float,
         rng: np.random.Generator,
         note: str = "",
+        unit: float = 1.0,
     ) -> Any:
         """Release ``value + N(0, sigma^2)`` and charge the Gaussian mechanism for it.
 
@@ -394,6 +395,14 @@ class Accountant:
             for releases that must resist floating-point attacks).
         note : str
             Comment for the ledger entry.
+        unit : float
+            The unit ``value``, ``sensitivity`` and ``sigma`` are expressed in
+            (``> 0``, default 1): an algorithm that computes on rescaled values
+            ``x / unit`` (CoinPress in units of a standard-deviation bound)
+            draws ``N(0, sigma^2)`` in those units, and the ledger records,
+            and charges for, the statistic in its own units: sensitivity
+            ``sensitivity * unit`` and scale ``sigma * unit`` (the same cost,
+            which is unit-free, with the rounding of those units).
 
         Returns
         -------
@@ -403,16 +412,20 @@ class Accountant:
         Raises
         ------
         ValueError
-            For ``sigma <= 0`` or a negative or non-finite sensitivity.
+            For ``sigma <= 0``, a negative or non-finite sensitivity, or a
+            ``unit`` that is not finite and > 0.
         TypeError
             For an accountant that cannot account for Gaussian noise (pure DP).
         """
         _check_sensitivity(sensitivity)
         if not (sigma > 0 and math.isfinite(sigma)):
             raise ValueError(f"sigma must be finite and > 0, got {sigma!r}")
+        if not (unit > 0 and math.isfinite(unit)):
+            raise ValueError(f"unit must be finite and > 0, got {unit!r}")
+        sens_u, sigma_u = float(sensitivity * unit), float(sigma * unit)
         self._charge(
-            mechanism, self._gaussian_cost(sensitivity, sigma), note,
-            kind="gaussian", sensitivity=float(sensitivity), scale=float(sigma),
+            mechanism, self._gaussian_cost(sens_u, sigma_u), note,
+            kind="gaussian", sensitivity=sens_u, scale=sigma_u,
         )
         if np.ndim(value) == 0:
             return float(value + rng.normal(0.0, sigma))
