@@ -36,6 +36,7 @@ COMMANDS: tuple[str, ...] = (
     "dpstats.cli.report",
     "dpstats.cli.tune",
     "dpstats.cli.audit",
+    "dpstats.cli.synth",
 )
 
 

@@ -1,0 +1,226 @@
+"""``dpstats synth bench|run``: benchmark DP synthesizers (Tao et al. 2021) or synthesize one data set.
+
+Bad input -- a data file that cannot be read, a schema naming a missing
+column or a value outside its levels or bounds, a label that is not a
+column, an unknown mechanism or data set -- is one line naming the file and
+column on stderr, exit status 2, and nothing written to ``--out`` (results
+are written to a temporary folder or file beside it and renamed at the end).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+from dpstats.errors import CorpusError
+
+DEFAULT_TRIALS = 3
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--schema", metavar="FILE", help="public schema (TOML or JSON) of --data; without one the "
+                   "domain is read from the data (not DP, PrivacyLeakWarning)")
+    p.add_argument("--label", metavar="COL", help="label column of --data (overrides the schema's)")
+    p.add_argument("--delta", type=float, metavar="D", help="delta (default: 1e-9)")
+    p.add_argument("--discretizer", choices=("privtree", "equal_width"), default="privtree",
+                   help="discretiser of numeric columns (default: privtree, 10%% of the budget)")
+    p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS", help="per-trial limit (default: 60)")
+    p.add_argument("--memory-limit", type=float, default=None, metavar="MB", help="per-trial memory (default: 4096)")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add ``dpstats synth`` with its sub-commands ``bench`` and ``run``."""
+    p = sub.add_parser("synth", help="DP synthetic data: benchmark synthesizers or synthesize a data set",
+                       description=__doc__.split("\n\n")[0])
+    ss = p.add_subparsers(dest="synth_command", required=True)
+    b = ss.add_parser("bench", help="benchmark synthesizers with the paper's metrics",
+                      description="Write results.csv (metric values per dataset, mechanism, epsilon, trial), "
+                                  "summary.csv (optimal rate and average rank per mechanism) and figures/*.png.")
+    src = b.add_mutually_exclusive_group()
+    src.add_argument("--dataset", nargs="+", action="extend", metavar="NAME",
+                     help="paper data sets: bank shopping adult census mushroom (default: bank shopping)")
+    src.add_argument("--data", metavar="FILE", help="any CSV or Parquet file")
+    b.add_argument("--mechanism", nargs="+", action="extend", metavar="M", help="synthesizers (default: all)")
+    b.add_argument("--epsilon", nargs="+", action="extend", type=float, metavar="E",
+                   help="privacy levels (default: 0.1 1 10)")
+    b.add_argument("--trials", type=int, default=DEFAULT_TRIALS, metavar="N", help=f"seeds 0..N-1 (default: {DEFAULT_TRIALS})")
+    b.add_argument("--sample", type=int, metavar="ROWS", help="use a seeded sample of ROWS rows of each data set")
+    b.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar (default: when stderr is a terminal)")
+    b.add_argument("--out", required=True, metavar="DIR", help="output folder (must not exist or be empty)")
+    _common(b)
+    b.set_defaults(func=_bench)
+    r = ss.add_parser("run", help="synthesize one data set")
+    r.add_argument("mechanism", metavar="MECHANISM")
+    r.add_argument("--data", required=True, metavar="FILE")
+    r.add_argument("--epsilon", required=True, type=float, metavar="E")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--rows", type=int, metavar="N", help="rows to synthesize (default: as many as the data)")
+    r.add_argument("--out", required=True, metavar="FILE", help="synthetic CSV")
+    _common(r)
+    r.set_defaults(func=_run)
+
+
+def _load_data(path: str, schema_file: str | None, label: str | None):
+    from dpstats.synth.schema import Schema, SchemaError, read_table
+
+    df = read_table(path)
+    if schema_file is not None:
+        schema = Schema.from_file(schema_file)
+    else:
+        if label is not None and label not in df.columns:
+            raise SchemaError("the label is not a column of the data", file=path, column=label)
+        schema = Schema.from_data(df, label=label)
+    if label is not None:
+        if label not in schema:
+            raise SchemaError(f"the label is not a column of the schema {schema_file or ''}".rstrip(), file=path,
+                              column=label)
+        try:
+            schema = schema.with_label(label)
+        except SchemaError as exc:
+            raise SchemaError(exc.message, file=schema_file or path, column=label) from None
+    return schema.validate(df, file=path), schema
+
+
+def _mechanisms(names: list[str] | None) -> list[str]:
+    from dpstats.synth import SYNTHESIZERS, get_synthesizer
+
+    names = names or list(SYNTHESIZERS)
+    for n in names:
+        try:
+            get_synthesizer(n)
+        except KeyError as exc:
+            raise ValueError(exc.args[0]) from None
+    return names
+
+
+def _limits(args: argparse.Namespace) -> dict[str, float]:
+    from dpstats.bench.trial import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, Limits
+
+    lim = Limits(time=args.time_limit or DEFAULT_TIME_LIMIT, memory_mb=args.memory_limit or DEFAULT_MEMORY_MB)
+    return {"time_limit": lim.time, "memory_mb": lim.memory_mb}
+
+
+def _check_out_dir(out: Path) -> None:
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"{out}: --out must be a new or empty folder")
+    if not out.parent.exists():
+        raise ValueError(f"{out.parent}: the parent folder of --out does not exist")
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from dpstats.synth.bench import DEFAULT_DELTA, DEFAULT_EPSILONS, run_benchmark, summarize
+    from dpstats.synth.datasets import DATASETS, load_dataset
+    from dpstats.synth.figures import correlation_heatmaps, marginal_bars
+    from dpstats.privacy.accounting import validate_budget
+
+    out = Path(args.out)
+    _check_out_dir(out)
+    mechs = _mechanisms(args.mechanism)
+    epsilons = args.epsilon or list(DEFAULT_EPSILONS)
+    delta = DEFAULT_DELTA if args.delta is None else args.delta
+    for e in epsilons:
+        validate_budget(e, delta)
+    if args.trials < 1:
+        raise ValueError(f"--trials must be >= 1, got {args.trials}")
+    if (args.schema or args.label) and not args.data:
+        raise ValueError("--schema and --label go with --data")
+    limits = _limits(args)
+    datasets = []
+    if args.data:
+        df, schema = _load_data(args.data, args.schema, args.label)
+        datasets.append((Path(args.data).name.split(".")[0], df, schema))
+    else:
+        for name in args.dataset or ["bank", "shopping"]:
+            if name not in DATASETS:
+                raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
+        for name in args.dataset or ["bank", "shopping"]:
+            df, schema = load_dataset(name)
+            if not schema.standard:
+                warnings.warn(f"{name}: the schema is read from the data (not DP)", stacklevel=1)
+            datasets.append((name, df, schema))
+    if args.sample:
+        datasets = [(n, d.sample(min(args.sample, len(d)), random_state=0).reset_index(drop=True), s)
+                    for n, d, s in datasets]
+    total = len(datasets) * len(mechs) * len(epsilons) * args.trials
+    show = sys.stderr.isatty() if args.progress is None else args.progress
+    bar: Any = None
+    if show:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, desc="synth bench", unit="trial", file=sys.stderr)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        res, frames = run_benchmark(datasets, mechs, epsilons, args.trials, delta=delta,
+                                    discretizer=args.discretizer, keep_frames=True,
+                                    progress=(lambda _o: bar.update(1)) if bar is not None else None, **limits)
+        if bar is not None:
+            bar.close()
+        res.to_csv(tmp / "results.csv", index=False)
+        summary = summarize(res)
+        summary.to_csv(tmp / "summary.csv", index=False)
+        (tmp / "figures").mkdir()
+        for name, df, schema in datasets:
+            for eps in epsilons:
+                syn = {m: frames[(name, m, float(eps))] for m in mechs if (name, m, float(eps)) in frames}
+                if not syn:
+                    continue
+                tag = f"{name}_eps{eps:g}"
+                marginal_bars(df, syn, schema, tmp / "figures" / f"marginals_{tag}.png", title=f"{name}, ε = {eps:g}")
+                correlation_heatmaps(df, syn, schema, tmp / "figures" / f"correlation_{tag}.png",
+                                     title=f"{name}, ε = {eps:g}")
+        if out.exists():
+            out.rmdir()
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    failed = res[res["status"] != "ok"][["dataset", "mechanism", "epsilon", "trial"]].drop_duplicates()
+    print(summary.to_string(index=False))
+    print(f"wrote {out}/results.csv, summary.csv, figures/ ({total} trials, {len(failed)} failed)")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from dpstats.privacy.accounting import validate_budget
+    from dpstats.synth.bench import DEFAULT_DELTA, SynthTrial, run_supervised
+
+    out = Path(args.out)
+    if not out.parent.exists():
+        raise ValueError(f"{out.parent}: the folder of --out does not exist")
+    (mech,) = _mechanisms([args.mechanism])
+    delta = DEFAULT_DELTA if args.delta is None else args.delta
+    validate_budget(args.epsilon, delta)
+    df, schema = _load_data(args.data, args.schema, args.label)
+    if args.rows is not None and args.rows < 1:
+        raise ValueError(f"--rows must be >= 1, got {args.rows}")
+    trial = SynthTrial(Path(args.data).name, mech, args.epsilon, delta, args.seed)
+    outcome = run_supervised(df, schema, trial, discretizer=args.discretizer, **_limits(args))
+    if outcome.status != "ok" or outcome.frame is None:
+        print(f"dpstats: {mech} on {args.data}: {outcome.status}: {outcome.message.splitlines()[0] if outcome.message else ''}",
+              file=sys.stderr)
+        return 1
+    frame = outcome.frame
+    if args.rows is not None:
+        frame = frame.sample(args.rows, replace=args.rows > len(frame), random_state=args.seed).reset_index(drop=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    os.close(fd)
+    try:
+        frame.to_csv(tmp, index=False)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    print(json.dumps({"mechanism": mech, "epsilon": args.epsilon, "delta": delta, "rows": len(frame),
+                      "schema_standard": schema.standard, "seconds": round(outcome.seconds, 3), "out": str(out)}))
+    return 0
+
+
+__all__ = ["add_parser", "CorpusError"]

@@ -1,0 +1,88 @@
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from dpstats.cli import main
+from dpstats.synth.workload import paper_workload
+
+
+def _run(argv, capsys):
+    code = main(argv)
+    return code, capsys.readouterr()
+
+
+@pytest.fixture()
+def small(tmp_path):
+    df = pd.DataFrame({"a": [1, 2, 3, 2] * 25, "b": list("xyxx") * 25})
+    data = tmp_path / "d.csv"
+    df.to_csv(data, index=False)
+    schema = tmp_path / "s.toml"
+    schema.write_text('label = "b"\n[columns.a]\ntype = "numeric"\nbounds = [0, 5]\ninteger = true\n'
+                      '[columns.b]\ntype = "categorical"\nlevels = ["x", "y"]\n')
+    return data, schema
+
+
+def test_bench_on_a_file_never_seen(tmp_path, small, capsys):
+    data, schema = small
+    out = tmp_path / "out"
+    code, io = _run(["synth", "bench", "--data", str(data), "--schema", str(schema), "--epsilon", "1", "10",
+                     "--trials", "2", "--out", str(out), "--no-progress"], capsys)
+    assert code == 0, io.err
+    res = pd.read_csv(out / "results.csv")
+    assert set(res["metric"]) == {"ind", "pair", "coracc", "f1"}
+    assert len(res) == 2 * 2 * 4 and (res["status"] == "ok").all()
+    summ = pd.read_csv(out / "summary.csv")
+    assert set(summ["group"]) == {"Ind", "Pair", "Corr", "F1", "GT"}
+    assert sorted(p.name for p in (out / "figures").iterdir()) == [
+        "correlation_d_eps1.png", "correlation_d_eps10.png", "marginals_d_eps1.png", "marginals_d_eps10.png"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []   # no temp folder left
+
+
+@pytest.mark.parametrize("extra,words", [
+    (["--mechanism", "nope"], "unknown mechanism 'nope'"),
+    (["--label", "zz"], "column 'zz': the label is not a column"),
+    (["--dataset", "car"], "argument --dataset: not allowed with argument --data"),
+])
+def test_bench_bad_input_exits_2_and_writes_nothing(tmp_path, small, extra, words):
+    data, schema = small
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "dpstats", "synth", "bench", "--data", str(data), "--schema", str(schema),
+            "--out", str(out), *extra]
+    p = subprocess.run(argv, capture_output=True, text=True)
+    assert p.returncode == 2 and words in p.stderr and "Traceback" not in p.stderr
+    assert not out.exists() and [x.name for x in tmp_path.iterdir()] == ["d.csv", "s.toml"]
+
+
+def test_bench_unknown_dataset(tmp_path, capsys):
+    code, io = _run(["synth", "bench", "--dataset", "car", "--out", str(tmp_path / "o")], capsys)
+    assert code == 2 and "unknown dataset 'car'" in io.err and not (tmp_path / "o").exists()
+
+
+def test_run_and_its_errors(tmp_path, small, capsys):
+    data, schema = small
+    out = tmp_path / "syn.csv"
+    code, io = _run(["synth", "run", "independent", "--data", str(data), "--schema", str(schema), "--epsilon", "1",
+                     "--out", str(out)], capsys)
+    assert code == 0, io.err
+    assert json.loads(io.out)["schema_standard"] is True
+    syn = pd.read_csv(out)
+    assert syn.shape == (100, 2) and syn["a"].between(0, 5).all() and set(syn["b"]) <= {"x", "y"}
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[columns.a]\ntype = "numeric"\nbounds = [0, 2]\n')
+    code, io = _run(["synth", "run", "independent", "--data", str(data), "--schema", str(bad), "--epsilon", "1",
+                     "--out", str(tmp_path / "x.csv")], capsys)
+    assert code == 2 and f"{data}: column 'a': value 3" in io.err and not (tmp_path / "x.csv").exists()
+    code, io = _run(["synth", "run", "independent", "--data", str(tmp_path / "none.csv"), "--epsilon", "1",
+                     "--out", str(tmp_path / "x.csv")], capsys)
+    assert code == 2 and "none.csv: cannot read the data file" in io.err
+
+
+def test_paper_workload():
+    assert paper_workload(["a", "b", "y"], "y") == [("a", "y"), ("b", "y"), ("a", "b", "y")]
+    assert len(paper_workload([f"c{i}" for i in range(17)], "c16")) == 16 + 16 * 15 // 2
+    assert len(paper_workload([f"c{i}" for i in range(5)])) == 10
+    with pytest.raises(KeyError):
+        paper_workload(["a"], "z")
