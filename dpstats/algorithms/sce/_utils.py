@@ -1,9 +1,11 @@
 """Shared helpers for the single-coefficient (sce) algorithms.
 
-Nothing here spends privacy by itself: the functions either compute
-non-private intermediate statistics (block regressions) or run a mechanism
-whose privacy the caller records in its accountant. Every sensitivity below is
-stated for *replace-one* neighbours with ``n`` public.
+The functions either compute non-private intermediate statistics (block
+regressions) or run a mechanism through the charging calls of the accountant
+passed in (:meth:`~dpstats.privacy.accounting.Accountant.exponential`,
+:meth:`~dpstats.privacy.accounting.Accountant.gaussian`), which draw the noise
+and record its cost, sensitivity and scale in one step. Every sensitivity
+below is stated for *replace-one* neighbours with ``n`` public.
 
 Block statistics
 ----------------
@@ -31,7 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpstats.privacy.mechanisms import exponential_mechanism, log_grid
+from dpstats.privacy.accounting import Accountant, EMBound
+from dpstats.privacy.mechanisms import grid_quantile_scores, log_grid, signed_log_grid
 
 __all__ = [
     "BlockStats",
@@ -40,10 +43,10 @@ __all__ = [
     "choose_blocks",
     "symmetric_grid",
     "positive_grid",
+    "EM_BOUND",
     "grid_quantile_index",
     "private_grid_quantile",
     "private_interval",
-    "em_zcdp_cost",
     "adaptive_quantile",
     "median_score_interval",
     "private_median_interval",
@@ -59,6 +62,11 @@ __all__ = [
 EIG_RTOL = 1e-11
 #: a block is invalid when D_b <= VALID_RTOL * x'x (x numerically in the span of the controls)
 VALID_RTOL = 1e-9
+#: how a zCDP accountant charges the exponential mechanisms here (a pure-DP one charges epsilon): every
+#: one of them has a data-independent base measure (the public grid, or Lebesgue measure on a public
+#: interval), so it is epsilon-bounded-range and epsilon^2/8-zCDP (Cesar and Rogers 2021, Lemma 3.2;
+#: Durfee and Rogers 2019)
+EM_BOUND: EMBound = "bounded_range"
 
 
 @dataclass(frozen=True)
@@ -204,44 +212,34 @@ def positive_grid(lo: float = 1e-10, hi: float = 1e10, per_octave: int = 8) -> n
 
 def symmetric_grid(lo: float = 1e-10, hi: float = 1e10, per_octave: int = 8) -> np.ndarray:
     """Public grid ``-hi ... -lo, 0, lo ... hi`` (geometric on each side) for locations of unknown scale."""
-    pos = log_grid(lo, hi, per_octave)
-    return np.concatenate([-pos[::-1], [0.0], pos])
+    return signed_log_grid(lo, hi, per_octave)
 
 
-def grid_quantile_scores(x: np.ndarray, q: float, grid: np.ndarray) -> np.ndarray:
-    """Tie-robust quantile scores of grid cells (see :func:`dpstats.privacy.mechanisms.private_quantile_grid`).
+def grid_quantile_index(
+    x: np.ndarray, q: float, grid: np.ndarray, epsilon: float, rng: np.random.Generator, *,
+    acc: Accountant, mechanism: str, note: str = "",
+) -> int:
+    """Index ``j`` of the grid cell ``(g_{j-1}, g_j]`` chosen by the exponential mechanism (``epsilon``-DP).
 
-    Grid point ``g_j`` stands for the cell ``(g_{j-1}, g_j]``; with target rank
-    ``r = max(1, ceil(q n))`` and ``c(g) = #{x <= g}`` the score is
-    ``-max(0, c(g_{j-1}) - r + 1, r - c(g_j))``. Replacing one value moves
-    every ``c`` by at most 1; adding or removing one value moves every ``c``
-    and ``r`` by at most 1 in a way that changes the score by at most 1. So the
-    sensitivity is 1 for replace, add and remove (the count of values may
-    depend on the data).
+    The scores are the tie-robust grid-quantile scores
+    (:func:`dpstats.privacy.mechanisms.grid_quantile_scores`, sensitivity 1
+    for replace, add and remove, so the count of values may depend on the
+    data); the draw is charged to ``acc`` as ``mechanism``.
     """
-    z = np.sort(np.asarray(x, dtype=float).reshape(-1))
-    n = z.size
-    r = max(1, int(math.ceil(q * n)))
-    c = np.searchsorted(z, grid, side="right").astype(float)
-    c_prev = np.concatenate([[0.0], c[:-1]])
-    return -np.maximum.reduce([np.zeros_like(c), c_prev - r + 1, r - c])
-
-
-def grid_quantile_index(x: np.ndarray, q: float, grid: np.ndarray, epsilon: float, rng: np.random.Generator) -> int:
-    """Index ``j`` of the grid cell ``(g_{j-1}, g_j]`` chosen by the exponential mechanism (``epsilon``-DP)."""
-    scores = grid_quantile_scores(x, q, grid)
-    return exponential_mechanism(scores, epsilon, 1.0, rng)
+    scores = grid_quantile_scores(x, grid, q=q)
+    return acc.exponential(mechanism, scores, sensitivity=1.0, epsilon=epsilon, rng=rng, bound=EM_BOUND, note=note)
 
 
 def private_grid_quantile(
-    x: np.ndarray, q: float, grid: np.ndarray, epsilon: float, rng: np.random.Generator
+    x: np.ndarray, q: float, grid: np.ndarray, epsilon: float, rng: np.random.Generator, *,
+    acc: Accountant, mechanism: str, note: str = "",
 ) -> tuple[float, float]:
-    """Private ``q``-quantile cell ``(lower edge, upper edge)`` on a public grid; ``epsilon``-DP.
+    """Private ``q``-quantile cell ``(lower edge, upper edge)`` on a public grid; ``epsilon``-DP, charged to ``acc``.
 
     The lower edge of the first cell is ``grid[0]`` (values below are treated
     as lying in the first cell).
     """
-    j = grid_quantile_index(x, q, grid, epsilon, rng)
+    j = grid_quantile_index(x, q, grid, epsilon, rng, acc=acc, mechanism=mechanism, note=note)
     lo = float(grid[j - 1]) if j > 0 else float(grid[0])
     return lo, float(grid[j])
 
@@ -254,18 +252,23 @@ def private_interval(
     rng: np.random.Generator,
     grid: np.ndarray | None = None,
     widen: float = 0.5,
+    *,
+    acc: Accountant,
+    mechanisms: tuple[str, str],
+    notes: tuple[str, str] = ("", ""),
 ) -> tuple[float, float]:
     """A private interval meant to hold the ``[q_lo, q_hi]`` quantile range, widened.
 
-    Two tie-robust grid quantiles (each ``epsilon_each``-DP) give cells; the
+    Two tie-robust grid quantiles (each ``epsilon_each``-DP, charged to
+    ``acc`` as ``mechanisms[0]`` and ``mechanisms[1]``) give cells; the
     interval runs from the lower edge of the ``q_lo`` cell to the upper edge
     of the ``q_hi`` cell and is widened on each side by ``widen`` times its
     width. A degenerate interval (both cells at the same grid point 0, or
     reversed picks) is repaired from the grid alone, never from the data.
     """
     grid = symmetric_grid() if grid is None else grid
-    lo, _ = private_grid_quantile(x, q_lo, grid, epsilon_each, rng)
-    _, hi = private_grid_quantile(x, q_hi, grid, epsilon_each, rng)
+    lo, _ = private_grid_quantile(x, q_lo, grid, epsilon_each, rng, acc=acc, mechanism=mechanisms[0], note=notes[0])
+    _, hi = private_grid_quantile(x, q_hi, grid, epsilon_each, rng, acc=acc, mechanism=mechanisms[1], note=notes[1])
     if hi < lo:
         lo, hi = hi, lo
     if hi - lo <= 0:
@@ -289,18 +292,6 @@ def adaptive_quantile(n: int, epsilon: float, kappa: float = 20.0, q_min: float 
     return float(min(max(q, q_min), q_max))
 
 
-def em_zcdp_cost(epsilon: float) -> float:
-    """zCDP cost of an ``epsilon``-DP exponential mechanism: ``epsilon^2 / 8``.
-
-    The exponential mechanism with a data-independent base measure is
-    ``epsilon``-bounded-range, and ``epsilon``-bounded-range mechanisms are
-    ``epsilon^2/8``-zCDP (Cesar and Rogers 2021, "Bounding, concentrating,
-    and truncating: unifying privacy loss composition for data analytics",
-    Lemma 3.2; also Durfee and Rogers 2019).
-    """
-    return float(epsilon) ** 2 / 8.0
-
-
 # --------------------------------------------------------------------------
 # Private standardisation and noisy Gram matrices (row level)
 # --------------------------------------------------------------------------
@@ -319,6 +310,9 @@ def private_location_scale(
     epsilon: float,
     rng: np.random.Generator,
     bounds: tuple[float, float] | None = None,
+    *,
+    acc: Accountant,
+    label: str,
 ) -> tuple[float, float]:
     """Private location and scale of one column, robust to point masses.
 
@@ -335,16 +329,20 @@ def private_location_scale(
     three cases. With public ``bounds`` the location is kept inside them and
     the scale is at most their width. Without any non-zero difference the
     mechanism draws from the whole grid (the column is then essentially
-    constant and its scale is immaterial).
+    constant and its scale is immaterial). The two mechanisms are charged to
+    ``acc`` as ``grid median (label)`` and ``grid median of non-zero pair
+    differences (label)``.
     """
     w = np.asarray(w, dtype=float).reshape(-1)
     grid = symmetric_grid()
-    j = grid_quantile_index(w, 0.5, grid, epsilon, rng)
+    j = grid_quantile_index(w, 0.5, grid, epsilon, rng, acc=acc, mechanism=f"grid median ({label})")
     loc = float(grid[j])
     perm = rng.permutation(w.size)
     diff = np.abs(w[perm[0 : w.size - 1 : 2]] - w[perm[1 : w.size : 2]])
     diff = diff[diff > 0]
-    _, scale = private_grid_quantile(diff, 0.5, positive_grid(), epsilon, rng)
+    _, scale = private_grid_quantile(
+        diff, 0.5, positive_grid(), epsilon, rng, acc=acc, mechanism=f"grid median of non-zero pair differences ({label})"
+    )
     if bounds is not None:
         lo, hi = float(bounds[0]), float(bounds[1])
         if hi > lo:
@@ -364,14 +362,22 @@ def gram_sensitivity(B: float) -> float:
     return float(math.sqrt(4.0 * B * B + 2.0 * B**4))
 
 
-def noisy_gram(A: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
+def noisy_gram(
+    A: np.ndarray, sigma: float, rng: np.random.Generator, *,
+    acc: Accountant, sensitivity: float, mechanism: str, note: str = "",
+) -> np.ndarray:
     """``A'A`` plus symmetric Gaussian noise ``N(0, sigma^2)`` on every upper-triangle entry except ``[0, 0]``.
 
     ``A[:, 0]`` must be the constant 1 (its Gram entry ``n`` is public).
+    ``sensitivity`` is the L2 sensitivity of the released upper triangle
+    (:func:`gram_sensitivity`). The noise is drawn by ``acc.gaussian`` (one
+    charge of ``mechanism`` at exactly ``sigma``) as a ``(p, p)`` matrix, of
+    which the upper triangle is used and mirrored: the lower-triangle draws
+    are discarded (so the draws are those of ``rng.normal(0, sigma, (p, p))``).
     """
     G = A.T @ A
     p = G.shape[0]
-    E = rng.normal(0.0, sigma, size=(p, p))
+    E = acc.gaussian(mechanism, np.zeros((p, p)), sensitivity=sensitivity, sigma=sigma, rng=rng, note=note)
     E = np.triu(E)
     E = E + np.triu(E, 1).T
     E[0, 0] = 0.0
@@ -390,9 +396,10 @@ def median_score_interval(z_sorted: np.ndarray, q: float = 0.5) -> np.ndarray:
 
 
 def private_median_interval(
-    x: np.ndarray, lo: float, hi: float, epsilon: float, rng: np.random.Generator, q: float = 0.5
+    x: np.ndarray, lo: float, hi: float, epsilon: float, rng: np.random.Generator, q: float = 0.5, *,
+    acc: Accountant, mechanism: str, sensitivity: float = 1.0, note: str = "",
 ) -> float:
-    """Smith's private ``q``-quantile on the public interval ``[lo, hi]`` (``epsilon``-DP).
+    """Smith's private ``q``-quantile on the public interval ``[lo, hi]`` (``epsilon``-DP), charged to ``acc``.
 
     Values are clipped to ``[lo, hi]``; interval ``[z_i, z_{i+1})`` has score
     ``-|i - q n|`` and base measure its length (a continuous exponential
@@ -400,7 +407,9 @@ def private_median_interval(
     changes ``i`` by at most 1; adding or removing one changes ``i`` by 0 or 1
     and ``q n`` by ``q``, so the score moves by at most ``max(q, 1 - q) <= 1``:
     sensitivity 1 even when the number of values depends on the data. With no
-    values the output is uniform on ``[lo, hi]``.
+    values the output is uniform on ``[lo, hi]``. A caller whose values move
+    more than one at a time (``k`` matchings of Theil-Sen) passes the score
+    sensitivity ``k``.
     """
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise ValueError(f"need finite lo < hi, got [{lo}, {hi}]")
@@ -410,7 +419,9 @@ def private_median_interval(
     with np.errstate(divide="ignore"):
         log_len = np.log(lengths)
     scores = median_score_interval(z, q)
-    i = exponential_mechanism(scores, epsilon, 1.0, rng, log_base=log_len)
+    i = acc.exponential(
+        mechanism, scores, sensitivity=sensitivity, epsilon=epsilon, rng=rng, bound=EM_BOUND, log_base=log_len, note=note
+    )
     return float(rng.uniform(edges[i], edges[i + 1]))
 
 
@@ -437,9 +448,10 @@ def widened_median_scores(z: np.ndarray, lo: float, hi: float, width: float) -> 
 
 
 def private_widened_median(
-    x: np.ndarray, lo: float, hi: float, width: float, epsilon: float, rng: np.random.Generator
+    x: np.ndarray, lo: float, hi: float, width: float, epsilon: float, rng: np.random.Generator, *,
+    acc: Accountant, mechanism: str, sensitivity: float = 1.0, note: str = "",
 ) -> float:
-    """Widened exponential-mechanism median on ``[lo, hi]`` (``epsilon``-DP; see :func:`widened_median_scores`).
+    """Widened exponential-mechanism median on ``[lo, hi]`` (``epsilon``-DP, charged to ``acc``; see :func:`widened_median_scores`).
 
     The idea follows the "widened" median of Alabi, McMillan, Sarathy, Smith
     and Vadhan (2020): points within ``width`` of the median all get the top
@@ -453,5 +465,7 @@ def private_widened_median(
     edges, scores = widened_median_scores(x, lo, hi, width)
     with np.errstate(divide="ignore"):
         log_len = np.log(np.diff(edges))
-    i = exponential_mechanism(scores, epsilon, 1.0, rng, log_base=log_len)
+    i = acc.exponential(
+        mechanism, scores, sensitivity=sensitivity, epsilon=epsilon, rng=rng, bound=EM_BOUND, log_base=log_len, note=note
+    )
     return float(rng.uniform(edges[i], edges[i + 1]))

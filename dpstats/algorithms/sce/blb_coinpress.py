@@ -41,15 +41,15 @@ from dpstats.algorithms import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts
 from dpstats.algorithms.sce._utils import (
     block_fwl,
+    EM_BOUND,
     choose_blocks,
-    em_zcdp_cost,
     positive_grid,
     private_grid_quantile,
     private_interval,
     random_blocks,
     symmetric_grid,
 )
-from dpstats.privacy.accounting import ZCDPAccountant
+from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
 
 __all__ = ["BLBCoinPress", "BLBCoinPressDataBounds", "blb_subset_estimates", "coinpress_1d", "gaussian_tailbound"]
 
@@ -121,8 +121,9 @@ def coinpress_1d(
         zc = np.where(np.isfinite(z), np.clip(z, cz - R, cz + R), cz)
         sens = 2.0 * R / k
         sd = sens / math.sqrt(2.0 * rho_i)
-        cz = float(np.mean(zc) + rng.normal(0.0, sd))
-        acc.spend_gaussian(f"CoinPress step {i + 1} ({label})", sens * sigma, sd * sigma)
+        # drawn in units of sigma; the ledger records the step in the values' own units
+        cz = acc.gaussian(f"CoinPress step {i + 1} ({label})", np.mean(zc), sensitivity=sens, sigma=sd, rng=rng,
+                          unit=sigma)
         rz = g2 * math.sqrt(1.0 / k + 2.0 * R * R / (k * k * rho_i))
         iterates.append(cz * sigma)
         noise_vars.append((sd * sigma) ** 2)
@@ -165,13 +166,14 @@ class _BLBBase(Algorithm):
             cov_c, cov_r = float(np.mean(vv)), over * float(np.mean(vv)) + 1e-300
             cov_cov_u = over * float(np.var(vv)) + 1e-300
         else:
-            e_em = math.sqrt(8.0 * p["range_share"] * rho / 3.0)
-            lo, hi = private_interval(means[ok], 0.25, 0.75, e_em, rng, symmetric_grid(), widen=1.0)
-            acc.spend_rho("grid quantile (mean ball, low)", em_zcdp_cost(e_em))
-            acc.spend_rho("grid quantile (mean ball, high)", em_zcdp_cost(e_em))
+            e_em = em_epsilon(p["range_share"] * rho / 3.0, bound=EM_BOUND)
+            lo, hi = private_interval(
+                means[ok], 0.25, 0.75, e_em, rng, symmetric_grid(), widen=1.0, acc=acc,
+                mechanisms=("grid quantile (mean ball, low)", "grid quantile (mean ball, high)"),
+            )
             mean_c, mean_r = 0.5 * (lo + hi), 0.5 * (hi - lo)
-            _, v_med = private_grid_quantile(variances[ok], 0.5, positive_grid(1e-30, 1e30, 4), e_em, rng)
-            acc.spend_rho("grid median (variance ball)", em_zcdp_cost(e_em))
+            _, v_med = private_grid_quantile(variances[ok], 0.5, positive_grid(1e-30, 1e30, 4), e_em, rng, acc=acc,
+                                             mechanism="grid median (variance ball)")
             cov_c, cov_r = v_med, over * v_med
             # variance of a sample variance of r normal draws is 2 v^2 / (r - 1); over-estimated as in the paper's demo
             cov_cov_u = over * 2.0 * v_med**2 / max(r_sims - 1, 1)

@@ -84,19 +84,21 @@ def fwl_block_release(
     theta = bs.theta
     # 1. pilot: private range + Smith median
     e_pilot = pilot_share * eps / 3.0
-    lo, hi = private_interval(theta, 0.25, 0.75, e_pilot, rng, symmetric_grid(), widen=1.0)
-    acc.spend("grid quantile (pilot range low)", e_pilot, note="sensitivity 1")
-    acc.spend("grid quantile (pilot range high)", e_pilot, note="sensitivity 1")
-    theta0 = private_median_interval(theta, lo, hi, e_pilot, rng)
-    acc.spend("Smith median (pilot)", e_pilot, note="sensitivity 1")
+    lo, hi = private_interval(
+        theta, 0.25, 0.75, e_pilot, rng, symmetric_grid(), widen=1.0, acc=acc,
+        mechanisms=("grid quantile (pilot range low)", "grid quantile (pilot range high)"),
+        notes=("sensitivity 1", "sensitivity 1"),
+    )
+    theta0 = private_median_interval(theta, lo, hi, e_pilot, rng, acc=acc, mechanism="Smith median (pilot)",
+                                     note="sensitivity 1")
     # 2. scales
     e_scale = scale_share * eps / 2.0
     R = bs.N - theta0 * bs.D
     grid = positive_grid(1e-20, 1e20, 4)
-    _, cr = private_grid_quantile(np.abs(R), q_R, grid, e_scale, rng)
-    acc.spend("grid quantile (scale of R_b)", e_scale, note="sensitivity 1")
-    _, cd = private_grid_quantile(bs.D, q_D, grid, e_scale, rng)
-    acc.spend("grid quantile (scale of D_b)", e_scale, note="sensitivity 1")
+    _, cr = private_grid_quantile(np.abs(R), q_R, grid, e_scale, rng, acc=acc,
+                                  mechanism="grid quantile (scale of R_b)", note="sensitivity 1")
+    _, cd = private_grid_quantile(bs.D, q_D, grid, e_scale, rng, acc=acc,
+                                  mechanism="grid quantile (scale of D_b)", note="sensitivity 1")
     C_R = clip_R * cr
     C_D = clip_D * cd
     # 3. Laplace release of the two clipped sums
@@ -105,10 +107,10 @@ def fwl_block_release(
     e_R = e_sum - e_D
     b_R = 2.0 * C_R / e_R
     b_D = C_D / e_D
-    S_R = float(np.sum(np.clip(R, -C_R, C_R))) + rng.laplace(0.0, b_R)
-    acc.spend("Laplace sum of clipped R_b", e_R, note=f"sensitivity 2 C_R = {2 * C_R:.6g}")
-    S_D = float(np.sum(np.clip(bs.D, 0.0, C_D))) + rng.laplace(0.0, b_D)
-    acc.spend("Laplace sum of clipped D_b", e_D, note=f"sensitivity C_D = {C_D:.6g}")
+    S_R = acc.laplace("Laplace sum of clipped R_b", float(np.sum(np.clip(R, -C_R, C_R))), sensitivity=2.0 * C_R,
+                      epsilon=e_R, rng=rng, note=f"sensitivity 2 C_R = {2 * C_R:.6g}")
+    S_D = acc.laplace("Laplace sum of clipped D_b", float(np.sum(np.clip(bs.D, 0.0, C_D))), sensitivity=C_D,
+                      epsilon=e_D, rng=rng, note=f"sensitivity C_D = {C_D:.6g}")
     # 4. ratio, kept in the pilot range (post-processing)
     est = theta0 + S_R / S_D if S_D > 0 else theta0
     est = float(np.clip(est, lo, hi))

@@ -25,11 +25,11 @@ import math
 
 import numpy as np
 
-from dpstats.privacy.accounting import ZCDPAccountant
+from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
 from dpstats.algorithms import register
 from dpstats.algorithms.sce._utils import (
+    EM_BOUND,
     adaptive_quantile,
-    em_zcdp_cost,
     positive_grid,
     private_grid_quantile,
     private_median_interval,
@@ -75,12 +75,12 @@ class _Preprocessed(Algorithm):
             ridge=p["ridge"],
         )
         n = data.n
-        e_q = math.sqrt(8.0 * p["range_share"] * acc.rho / 2.0)
+        e_q = em_epsilon(p["range_share"] * acc.rho / 2.0, bound=EM_BOUND)
         q = adaptive_quantile(n, e_q, p["kappa"])
-        _, Cu = private_grid_quantile(np.abs(P.u), q, positive_grid(), e_q, rng)
-        acc.spend_rho("grid quantile |u| (range)", em_zcdp_cost(e_q), note=f"q={q:.4g}")
-        _, Cw = private_grid_quantile(np.abs(P.w), q, positive_grid(), e_q, rng)
-        acc.spend_rho("grid quantile |w| (range)", em_zcdp_cost(e_q), note=f"q={q:.4g}")
+        _, Cu = private_grid_quantile(np.abs(P.u), q, positive_grid(), e_q, rng, acc=acc,
+                                      mechanism="grid quantile |u| (range)", note=f"q={q:.4g}")
+        _, Cw = private_grid_quantile(np.abs(P.w), q, positive_grid(), e_q, rng, acc=acc,
+                                      mechanism="grid quantile |w| (range)", note=f"q={q:.4g}")
         # rescale to [0, 1] as the simple-regression algorithms expect
         us = (np.clip(P.u, -Cu, Cu) + Cu) / (2 * Cu)
         ws = (np.clip(P.w, -Cw, Cw) + Cw) / (2 * Cw)
@@ -113,10 +113,10 @@ class NoisyStatsFWL(_Preprocessed):
         e_L = math.sqrt(acc.remaining)  # two Laplace mechanisms at eps_L cost eps_L^2/2 each
         sens = ncov_sensitivity(n)
         uc = us - us.mean()
-        ncov = float(uc @ (ws - ws.mean())) + rng.laplace(0.0, sens / e_L)
-        acc.spend_pure("Laplace ncov(u, w)", e_L, note=f"sensitivity {sens:.6g}")
-        nvar = float(uc @ uc) + rng.laplace(0.0, sens / e_L)
-        acc.spend_pure("Laplace nvar(u)", e_L, note=f"sensitivity {sens:.6g}")
+        ncov = acc.laplace("Laplace ncov(u, w)", float(uc @ (ws - ws.mean())), sensitivity=sens, epsilon=e_L,
+                           rng=rng, note=f"sensitivity {sens:.6g}")
+        nvar = acc.laplace("Laplace nvar(u)", float(uc @ uc), sensitivity=sens, epsilon=e_L, rng=rng,
+                           note=f"sensitivity {sens:.6g}")
         det["laplace_scale"] = sens / e_L
         if nvar <= 0:
             return self.decline("noisy nvar(u) is not positive (NoisyStats returns bottom)", acc, **det)
@@ -149,7 +149,7 @@ class TheilSenFWL(_Preprocessed):
         P, us, ws, unit, det = self._pairs(data, facts, acc, rng)
         slopes = matched_slopes(us, ws, 1, rng)
         lo, hi = self.params["slope_bound"]
-        e_m = math.sqrt(8.0 * acc.remaining)
-        s = private_median_interval(slopes, lo, hi, e_m, rng)
-        acc.spend_rho("exponential-mechanism median of matched slopes", em_zcdp_cost(e_m), note="sensitivity 1")
+        e_m = em_epsilon(acc.remaining, bound=EM_BOUND)
+        s = private_median_interval(slopes, lo, hi, e_m, rng, acc=acc,
+                                    mechanism="exponential-mechanism median of matched slopes", note="sensitivity 1")
         return self.release(s * unit, acc, **det)

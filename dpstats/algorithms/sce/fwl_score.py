@@ -34,8 +34,8 @@ import numpy as np
 from dpstats.algorithms import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts
 from dpstats.algorithms.sce._utils import (
+    EM_BOUND,
     adaptive_quantile,
-    em_zcdp_cost,
     gram_sensitivity,
     is_binary_public,
     noisy_gram,
@@ -43,7 +43,7 @@ from dpstats.algorithms.sce._utils import (
     private_grid_quantile,
     private_location_scale,
 )
-from dpstats.privacy.accounting import ZCDPAccountant
+from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
 
 __all__ = ["FWLScore", "Partialled", "STAGE1_DETAILS", "fwl_score_release", "partial_out"]
 
@@ -169,26 +169,24 @@ def partial_out(
     free = ~public & ~ranged
     n_private = int(free.sum())
     # ---- stage 1a: private location and scale of each other column, and a row-norm bound
-    e_em = math.sqrt(8.0 * scale_share * rho / (2 * n_private + 1))
+    e_em = em_epsilon(scale_share * rho / (2 * n_private + 1), bound=EM_BOUND)
     for c in np.flatnonzero(free):
-        loc[c], sc = private_location_scale(W[:, c], e_em, rng, bounds.get(names[c]))
-        acc.spend_rho(f"grid median ({names[c]})", em_zcdp_cost(e_em))
-        acc.spend_rho(f"grid median of non-zero pair differences ({names[c]})", em_zcdp_cost(e_em))
+        loc[c], sc = private_location_scale(W[:, c], e_em, rng, bounds.get(names[c]), acc=acc, label=names[c])
         scale[c] = scale_factor * sc
         if icpt is None:
             loc[c] = 0.0
     Sc = np.clip((W - loc) / scale, -col_clip, col_clip)
     norms = np.linalg.norm(Sc, axis=1)
     q_row = adaptive_quantile(n, e_em, kappa, q_max=q_row_max)
-    _, B = private_grid_quantile(norms, q_row, positive_grid(1e-3, 1e4), e_em, rng)
-    acc.spend_rho("grid quantile (row norm)", em_zcdp_cost(e_em), note=f"q={q_row:.4g}")
+    _, B = private_grid_quantile(norms, q_row, positive_grid(1e-3, 1e4), e_em, rng, acc=acc,
+                                 mechanism="grid quantile (row norm)", note=f"q={q_row:.4g}")
     Sr = Sc * np.minimum(1.0, B / np.maximum(norms, 1e-300))[:, None]
     # ---- stage 1b: noisy Gram of (1, controls, x, y)
     A = np.column_stack([np.ones(n), Sr])
     Delta_G = gram_sensitivity(B)
     sig_G = Delta_G / math.sqrt(2.0 * gram_share * rho)
-    G = noisy_gram(A, sig_G, rng)
-    acc.spend_gaussian("Gaussian Gram of (1, controls, x, y)", Delta_G, sig_G, note=f"row norm bound {B:.4g}")
+    G = noisy_gram(A, sig_G, rng, acc=acc, sensitivity=Delta_G, mechanism="Gaussian Gram of (1, controls, x, y)",
+                   note=f"row norm bound {B:.4g}")
     # nuisance by post-processing
     const = icpt is not None
     ia = list(range(0 if const else 1, p - 1))  # (constant,) controls
@@ -301,15 +299,15 @@ def fwl_score_release(
     need = [not (P.public_x and np.isfinite(B_u)), not (P.public_y and np.isfinite(B_v))]
     C_u, C_v = B_u, B_v
     if any(need):
-        e_q = math.sqrt(8.0 * q_share * rho / sum(need))
+        e_q = em_epsilon(q_share * rho / sum(need), bound=EM_BOUND)
         q_uv = adaptive_quantile(n, e_q, kappa)
         if need[0]:
-            _, qu = private_grid_quantile(np.abs(u), q_uv, positive_grid(), e_q, rng)
-            acc.spend_rho("grid quantile |u|", em_zcdp_cost(e_q), note=f"q={q_uv:.4g}")
+            _, qu = private_grid_quantile(np.abs(u), q_uv, positive_grid(), e_q, rng, acc=acc,
+                                          mechanism="grid quantile |u|", note=f"q={q_uv:.4g}")
             C_u = min(c_u * qu, B_u)
         if need[1]:
-            _, qv = private_grid_quantile(np.abs(v), q_uv, positive_grid(), e_q, rng)
-            acc.spend_rho("grid quantile |v|", em_zcdp_cost(e_q), note=f"q={q_uv:.4g}")
+            _, qv = private_grid_quantile(np.abs(v), q_uv, positive_grid(), e_q, rng, acc=acc,
+                                          mechanism="grid quantile |v|", note=f"q={q_uv:.4g}")
             C_v = min(c_v * qv, B_v)
     rho_2 = acc.remaining
     rho_T = t_share * rho_2
@@ -317,10 +315,9 @@ def fwl_score_release(
     sig_S = 2.0 * C_u * C_v / math.sqrt(2.0 * rho_S)
     sig_T = C_u**2 / math.sqrt(2.0 * rho_T)
     uc = np.clip(u, -C_u, C_u)
-    S = float(np.sum(uc * np.clip(v, -C_v, C_v))) + rng.normal(0.0, sig_S)
-    acc.spend_gaussian("Gaussian sum of clip(u) clip(v)", 2.0 * C_u * C_v, sig_S)
-    T = float(np.sum(uc * uc)) + rng.normal(0.0, sig_T)
-    acc.spend_gaussian("Gaussian sum of clip(u)^2", C_u**2, sig_T)
+    S = acc.gaussian("Gaussian sum of clip(u) clip(v)", float(np.sum(uc * np.clip(v, -C_v, C_v))),
+                     sensitivity=2.0 * C_u * C_v, sigma=sig_S, rng=rng)
+    T = acc.gaussian("Gaussian sum of clip(u)^2", float(np.sum(uc * uc)), sensitivity=C_u**2, sigma=sig_T, rng=rng)
     T = max(T, 0.25 * P.Dx, sig_T)
     unit = P.unit
     est = (theta0 + S / T) * unit

@@ -94,12 +94,15 @@ class SAMedian(Algorithm):
         theta = bs.theta
         e_range = epsilon * p["range_share"]
         q_lo, q_hi = p["range_quantiles"]
-        lo, hi = private_interval(theta, q_lo, q_hi, e_range / 2, rng, symmetric_grid(), widen=p["widen"])
-        acc.spend("grid quantile (range low)", e_range / 2, note=f"q={q_lo}, sensitivity 1")
-        acc.spend("grid quantile (range high)", e_range / 2, note=f"q={q_hi}, sensitivity 1")
+        lo, hi = private_interval(
+            theta, q_lo, q_hi, e_range / 2, rng, symmetric_grid(), widen=p["widen"], acc=acc,
+            mechanisms=("grid quantile (range low)", "grid quantile (range high)"),
+            notes=(f"q={q_lo}, sensitivity 1", f"q={q_hi}, sensitivity 1"),
+        )
         e_med = epsilon - e_range
-        est = private_median_interval(theta, lo, hi, e_med, rng)
-        acc.spend("Smith median", e_med, note="sensitivity 1 (one block changes)")
+        est = private_median_interval(
+            theta, lo, hi, e_med, rng, acc=acc, mechanism="Smith median", note="sensitivity 1 (one block changes)"
+        )
         return self.release(
             est, acc, k=bs.k, range=(lo, hi),
         )
@@ -142,15 +145,19 @@ class SAWinsorized(Algorithm):
         theta = bs.theta
         e_range = epsilon * p["range_share"]
         q_lo, q_hi = p["range_quantiles"]
-        lo, hi = private_interval(theta, q_lo, q_hi, e_range / 2, rng, symmetric_grid(), widen=p["widen"])
-        acc.spend("grid quantile (range low)", e_range / 2, note=f"q={q_lo}, sensitivity 1")
-        acc.spend("grid quantile (range high)", e_range / 2, note=f"q={q_hi}, sensitivity 1")
+        lo, hi = private_interval(
+            theta, q_lo, q_hi, e_range / 2, rng, symmetric_grid(), widen=p["widen"], acc=acc,
+            mechanisms=("grid quantile (range low)", "grid quantile (range high)"),
+            notes=(f"q={q_lo}, sensitivity 1", f"q={q_hi}, sensitivity 1"),
+        )
         e_mean = epsilon - e_range
         c = 0.5 * (lo + hi)
         s = float(np.sum(np.clip(theta, lo, hi) - c))
         scale = (hi - lo) / e_mean
-        s_noisy = s + rng.laplace(0.0, scale)
-        acc.spend("Laplace winsorised sum", e_mean, note=f"sensitivity U-L={hi - lo:.6g}")
+        s_noisy = acc.laplace(
+            "Laplace winsorised sum", s, sensitivity=hi - lo, epsilon=e_mean, rng=rng,
+            note=f"sensitivity U-L={hi - lo:.6g}",
+        )
         est = c + s_noisy / bs.k
         return self.release(
             est, acc, k=bs.k, range=(lo, hi), laplace_scale=scale,

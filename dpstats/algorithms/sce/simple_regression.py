@@ -70,7 +70,7 @@ def _simple_columns(facts, d: int) -> tuple[int, int] | None:
 
 
 def _bounds(
-    values: np.ndarray, public: tuple[float, float] | None, acc: PureAccountant | None, eps_each: float,
+    values: np.ndarray, public: tuple[float, float] | None, acc: PureAccountant, eps_each: float,
     rng: np.random.Generator, name: str, data_bounds: bool,
 ) -> tuple[float, float]:
     if data_bounds:
@@ -78,10 +78,11 @@ def _bounds(
         return (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
     if public is not None and np.isfinite(public[0]) and np.isfinite(public[1]) and public[1] > public[0]:
         return float(public[0]), float(public[1])
-    lo, hi = private_interval(values, 0.05, 0.95, eps_each, rng, symmetric_grid(), widen=0.5)
-    acc.spend(f"grid quantile (range of {name}, low)", eps_each, note="q=0.05, sensitivity 1")
-    acc.spend(f"grid quantile (range of {name}, high)", eps_each, note="q=0.95, sensitivity 1")
-    return lo, hi
+    return private_interval(
+        values, 0.05, 0.95, eps_each, rng, symmetric_grid(), widen=0.5, acc=acc,
+        mechanisms=(f"grid quantile (range of {name}, low)", f"grid quantile (range of {name}, high)"),
+        notes=("q=0.05, sensitivity 1", "q=0.95, sensitivity 1"),
+    )
 
 
 def _n_private_ranges(facts) -> int:
@@ -146,14 +147,13 @@ class _NoisyStatsBase(_SimpleRegression):
         nvar = float(xc @ xc)
         sens = ncov_sensitivity(n)
         e_each = eps / 2.0
-        l1 = rng.laplace(0.0, sens / e_each)
-        l2 = rng.laplace(0.0, sens / e_each)
-        acc.spend("Laplace ncov(x, y)", e_each, note=f"sensitivity 1 - 1/n = {sens:.6g}")
-        acc.spend("Laplace nvar(x)", e_each, note=f"sensitivity 1 - 1/n = {sens:.6g}")
+        note = f"sensitivity 1 - 1/n = {sens:.6g}"
+        ncov_noisy = acc.laplace("Laplace ncov(x, y)", ncov, sensitivity=sens, epsilon=e_each, rng=rng, note=note)
+        nvar_noisy = acc.laplace("Laplace nvar(x)", nvar, sensitivity=sens, epsilon=e_each, rng=rng, note=note)
         det["laplace_scale"] = sens / e_each
-        if nvar + l2 <= 0:
+        if nvar_noisy <= 0:
             return self.decline("noisy nvar(x) is not positive (NoisyStats returns bottom)", acc, **det)
-        slope = (ncov + l1) / (nvar + l2)
+        slope = ncov_noisy / nvar_noisy
         return self.release(slope * unit, acc, **det)
 
 
@@ -223,14 +223,17 @@ class _TheilSenBase(_SimpleRegression):
         slopes = matched_slopes(xs, ys, k, rng)
         lo, hi = self.params["slope_bound"]
         # one point changes at most k slopes; each changes the median score by at most 1
-        e_med = eps / k
+        note = f"{k} matching(s): score sensitivity {k}"
         if self.widened:
-            s = private_widened_median(slopes, lo, hi, self.params["width"], e_med, rng)
-            mech = "widened exponential-mechanism median of slopes"
+            s = private_widened_median(
+                slopes, lo, hi, self.params["width"], eps, rng, acc=acc,
+                mechanism="widened exponential-mechanism median of slopes", sensitivity=float(k), note=note,
+            )
         else:
-            s = private_median_interval(slopes, lo, hi, e_med, rng)
-            mech = "exponential-mechanism median of slopes"
-        acc.spend(mech, eps, note=f"{k} matching(s): score sensitivity {k}")
+            s = private_median_interval(
+                slopes, lo, hi, eps, rng, acc=acc, mechanism="exponential-mechanism median of slopes",
+                sensitivity=float(k), note=note,
+            )
         # the number of pairs with distinct x is a data statistic: never reported
         return self.release(s * unit, acc, **det)
 

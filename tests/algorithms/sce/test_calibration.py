@@ -68,7 +68,7 @@ import numpy as np
 import pytest
 
 import dpstats.algorithms.sce._utils as sce_utils
-from dpstats.privacy import mechanisms
+from dpstats.privacy import accounting, mechanisms
 from dpstats.algorithms import Decline, Release, get
 from dpstats.privacy.accounting import PrivacyLeakWarning, zcdp_rho
 from tests.noise_spy import RecordingGenerator
@@ -224,23 +224,24 @@ def spy(monkeypatch):
 
     algorithms._load_builtin()
     s = EMSpy()
-    monkeypatch.setattr(sce_utils, "exponential_mechanism", s)
+    # the sce mechanisms run through the charging call acc.exponential, which looks the mechanism up here
+    monkeypatch.setattr(accounting, "exponential_mechanism", s)
     monkeypatch.setattr(mechanisms, "exponential_mechanism", s)
     real_gqi = sce_utils.grid_quantile_index
     real_pmi = sce_utils.private_median_interval
     real_pwm = sce_utils.private_widened_median
 
-    def gqi(x, q, grid, epsilon, rng):
+    def gqi(x, q, grid, epsilon, rng, **charge):
         s.expected.append((_grid_scores(x, q, grid), None))
-        return real_gqi(x, q, grid, epsilon, rng)
+        return real_gqi(x, q, grid, epsilon, rng, **charge)
 
-    def pmi(x, lo, hi, epsilon, rng, q=0.5):
+    def pmi(x, lo, hi, epsilon, rng, q=0.5, **charge):
         s.expected.append(_smith(x, lo, hi, q))
-        return real_pmi(x, lo, hi, epsilon, rng, q=q)
+        return real_pmi(x, lo, hi, epsilon, rng, q=q, **charge)
 
-    def pwm(x, lo, hi, width, epsilon, rng):
+    def pwm(x, lo, hi, width, epsilon, rng, **charge):
         s.expected.append(_widened(x, lo, hi, width))
-        return real_pwm(x, lo, hi, width, epsilon, rng)
+        return real_pwm(x, lo, hi, width, epsilon, rng, **charge)
 
     monkeypatch.setattr(sce_utils, "grid_quantile_index", gqi)
     for mod in [sce_utils] + [importlib.import_module(n) for n in algorithms.BUILTIN_MODULES if ".sce." in n]:

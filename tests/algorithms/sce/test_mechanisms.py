@@ -17,7 +17,6 @@ import pytest
 from dpstats.algorithms.sce._utils import (
     block_fwl,
     gram_sensitivity,
-    grid_quantile_scores,
     median_score_interval,
     private_location_scale,
     private_widened_median,
@@ -28,7 +27,8 @@ from dpstats.algorithms.sce._utils import (
 from dpstats.algorithms.sce.blb_coinpress import blb_subset_estimates, coinpress_1d, gaussian_tailbound
 from dpstats.algorithms.sce.simple_regression import matched_slopes, ncov_sensitivity
 from dpstats.algorithms.sce.sa_coef import winsorized_sensitivity
-from dpstats.privacy.accounting import ZCDPAccountant
+from dpstats.privacy.accounting import PureAccountant, ZCDPAccountant
+from dpstats.privacy.mechanisms import grid_quantile_scores
 
 GRID = np.array([-4.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 4.0])
 
@@ -54,13 +54,13 @@ def test_grid_quantile_score_sensitivity_replace_add_remove(q):
     for n in (1, 2, 5, 8):
         for _ in range(6):
             x = rng.choice(np.concatenate([GRID, rng.normal(size=3)]), size=n)
-            s0 = grid_quantile_scores(x, q, GRID)
+            s0 = grid_quantile_scores(x, GRID, q=q)
             for y in _neighbours_replace(x, cands):  # replace
-                worst = max(worst, np.max(np.abs(grid_quantile_scores(y, q, GRID) - s0)))
+                worst = max(worst, np.max(np.abs(grid_quantile_scores(y, GRID, q=q) - s0)))
             for i in range(n):  # remove
-                worst = max(worst, np.max(np.abs(grid_quantile_scores(np.delete(x, i), q, GRID) - s0)))
+                worst = max(worst, np.max(np.abs(grid_quantile_scores(np.delete(x, i), GRID, q=q) - s0)))
             for v in cands:  # add
-                worst = max(worst, np.max(np.abs(grid_quantile_scores(np.append(x, v), q, GRID) - s0)))
+                worst = max(worst, np.max(np.abs(grid_quantile_scores(np.append(x, v), GRID, q=q) - s0)))
     assert worst <= 1.0 + 1e-12
     assert worst == 1.0  # the bound is attained: the calibration is not loose by construction
 
@@ -122,10 +122,17 @@ def test_widened_median_scores_and_sampling():
     assert np.all(scores[np.abs(mids) > 0.2] < 0)
     # the sampler concentrates there at large epsilon and is exactly uniform at epsilon -> 0 on the base measure
     rng = np.random.default_rng(3)
-    draws = np.array([private_widened_median(x, -1.0, 2.0, 0.2, 50.0, rng) for _ in range(400)])
+    acc = PureAccountant(400 * 50.0 + 3000 * 1e-9, 0.0)
+    draws = np.array([private_widened_median(x, -1.0, 2.0, 0.2, 50.0, rng, acc=acc, mechanism="w")
+                      for _ in range(400)])
     assert np.mean(np.abs(draws) <= 0.2) > 0.97
-    draws = np.array([private_widened_median(x, -1.0, 2.0, 0.2, 1e-9, rng) for _ in range(3000)])
+    draws = np.array([private_widened_median(x, -1.0, 2.0, 0.2, 1e-9, rng, acc=acc, mechanism="w")
+                      for _ in range(3000)])
     assert abs(np.mean(draws < 0.5) - 0.5) < 0.04
+    # each draw is charged by the call that makes it, at the epsilon it runs with
+    assert [(e.kind, e.scale, e.sensitivity) for e in acc.ledger] == (
+        [("exponential", 50.0, 1.0)] * 400 + [("exponential", 1e-9, 1.0)] * 3000)
+    assert acc.exhausted()
 
 
 # --------------------------------------------------------------------------
@@ -259,8 +266,12 @@ def test_pair_difference_scale_changes_one_difference():
             assert d0.size - common <= 1 and d1.size - common <= 1
     # an integer column with a mass at its median gets the size of its other differences, not ~0
     col = np.concatenate([np.ones(800), np.arange(2, 7).repeat(40)]).astype(float)
-    loc, scale = private_location_scale(col, 5.0, np.random.default_rng(9))
+    acc = PureAccountant(10.0, 0.0)
+    loc, scale = private_location_scale(col, 5.0, np.random.default_rng(9), acc=acc, label="col")
     assert 0.5 <= scale <= 6.0 and abs(loc - 1.0) < 0.1
+    # both grid medians are charged, at 5.0 each, by the calls that draw them
+    assert [(e.mechanism, e.cost, e.kind) for e in acc.ledger] == [
+        ("grid median (col)", 5.0, "exponential"), ("grid median of non-zero pair differences (col)", 5.0, "exponential")]
 
 
 def test_gram_sensitivity_bound():
@@ -349,13 +360,16 @@ def test_coinpress_step_sensitivity_and_accounting():
     # the ledger of coinpress_1d charges exactly the scheduled rho per step
     acc = ZCDPAccountant(1.0, 1e-6)
     rhos = [acc.rho / 8, acc.rho / 8, acc.rho * 0.75]
-    its, nv = coinpress_1d(vals, 0.0, 10.0, 1.0, rhos, [0.01, 0.01, 0.03], np.random.default_rng(0), acc, "t")
+    its, nv = coinpress_1d(vals, 0.0, 10.0, 2.5, rhos, [0.01, 0.01, 0.03], np.random.default_rng(0), acc, "t")
     assert acc.exhausted() and len(its) == 3
-    for spend, rho_i in zip(acc.ledger, rhos):
+    for spend, rho_i, v in zip(acc.ledger, rhos, nv):
         assert spend.cost == pytest.approx(rho_i, rel=1e-12)
-    # first step: clip radius r + gamma_1 in units of sigma = 1, noise sd = (2R/k) / sqrt(2 rho)
-    R1 = 10.0 + gaussian_tailbound(1, 0.01 / 2 / k)
-    assert nv[0] == pytest.approx(((2 * R1 / k) / math.sqrt(2 * rhos[0])) ** 2)
+        # the ledger records the scale drawn, in the values' units (sd bound 2.5 times the sd in its units)
+        assert spend.kind == "gaussian" and spend.scale == pytest.approx(math.sqrt(v), rel=1e-12)
+    # first step: clip radius r + gamma_1 in units of sigma = 2.5, noise sd = (2R/k) / sqrt(2 rho) in those units
+    R1 = 10.0 / 2.5 + gaussian_tailbound(1, 0.01 / 2 / k)
+    assert nv[0] == pytest.approx((2.5 * (2 * R1 / k) / math.sqrt(2 * rhos[0])) ** 2)
+    assert acc.ledger[0].sensitivity == pytest.approx(2.5 * 2 * R1 / k, rel=1e-12)
 
 
 def test_blb_subset_estimates_depend_on_their_subset_only():
@@ -383,7 +397,7 @@ def test_grid_exponential_mechanism_is_bounded_range():
     rng = np.random.default_rng(16)
 
     def dist(x):
-        s = grid_quantile_scores(x, 0.5, GRID)
+        s = grid_quantile_scores(x, GRID, q=0.5)
         logits = eps * s / 2.0
         return logits - np.logaddexp.reduce(logits)
 
