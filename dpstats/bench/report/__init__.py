@@ -36,7 +36,7 @@ figures), :mod:`~dpstats.bench.report.site` (the pages) and
 
 from __future__ import annotations
 
-from dpstats.bench.report.loading import _default_results, instance_facts, load_trials, profiles_table, \
+from dpstats.bench.report.loading import _default_results as _default_results, instance_facts, load_trials, profiles_table, \
     public_instance_ids
 from dpstats.bench.report.plots import COLORS, TAU_MAX, plot_profiles, plot_trials
 from dpstats.bench.report.release import build_release, corpus_instance_table
@@ -58,5 +58,4 @@ __all__ = [
     "TASK_LABELS",
     "COLORS",
     "TAU_MAX",
-    "_default_results",
 ]

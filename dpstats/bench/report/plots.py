@@ -137,8 +137,16 @@ def plot_trials(rows: Sequence[tuple[str, Sequence[float], Sequence[float]]], st
 
     Parameters
     ----------
-    rows : sequence of (label, epsilons, ratios)
-        ``ratios`` are the trials' scores (``inf`` for failures).
+    rows : sequence of tuple
+        ``(label, epsilons, ratios)`` per row: the trials' privacy levels and
+        scores (``inf`` for failures).
+    stem : Path
+        Output path without suffix; ``.png`` and ``.svg`` are written.
+    title : str
+
+    Returns
+    -------
+    list of Path
     """
     fig = _figure(7.0, max(2.0, 0.32 * len(rows) + 1.2))
     ax = fig.add_subplot(1, 1, 1)
