@@ -1,8 +1,9 @@
 """Helpers shared by the mean-estimation algorithms (``mean_*.py``).
 
 Everything here is stated for *replace-one* neighbours with ``n`` public.
-The helpers that touch private data return a private release and document
-its privacy cost; the caller records that cost with its accountant.
+The helpers that touch private data take the accountant and the name of the
+ledger entry: they draw and charge in one call (``acc.exponential``), so the
+ledger records exactly the epsilon drawn.
 
 Public priors
 -------------
@@ -20,19 +21,19 @@ import math
 import numpy as np
 
 from dpstats.privacy.accounting import ZCDPAccountant
-from dpstats.privacy.mechanisms import exponential_mechanism
+from dpstats.privacy.mechanisms import grid_quantile_scores
 
 __all__ = [
     "DEFAULT_RANGE",
     "prior_box",
     "prior_ball",
     "gaussian_tailbound",
-    "br_rho",
-    "spend_exponential",
-    "symmetric_grid",
+    "exponential_epsilon_for",
     "scale_grid",
     "grid_quantile",
-    "grid_quantile_scores",
+    "noisy_max_bin",
+    "tail_scale",
+    "tail_scale_scores",
     "pair_differences",
     "clip_ball",
 ]
@@ -91,53 +92,14 @@ def gaussian_tailbound(d: int, beta: float) -> float:
     return math.sqrt(d + 2.0 * math.sqrt(d * lb) + 2.0 * lb)
 
 
-def br_rho(epsilon: float) -> float:
-    """zCDP cost of an ``epsilon``-DP exponential mechanism: ``epsilon^2 / 8``.
-
-    The exponential mechanism with ``exp(epsilon * u / (2 Delta))`` is
-    ``epsilon``-bounded-range (Durfee and Rogers 2019), and an
-    ``epsilon``-bounded-range mechanism is ``epsilon^2/8``-zCDP (Cesar and
-    Rogers 2021, Lemma 3.2), four times cheaper than the generic
-    ``epsilon^2/2`` of Bun and Steinke (2016).
-    """
-    return float(epsilon) ** 2 / 8.0
-
-
-def spend_exponential(acc: ZCDPAccountant, mechanism: str, epsilon: float, note: str = "") -> None:
-    """Record an ``epsilon``-DP exponential mechanism at its bounded-range cost ``epsilon^2/8``."""
-    acc.spend_rho(mechanism, br_rho(epsilon), note or f"exponential mechanism, eps={epsilon:.6g} (bounded range)")
-
-
 def exponential_epsilon_for(rho: float) -> float:
-    """The ``epsilon`` of an exponential mechanism whose bounded-range cost is ``rho``: ``sqrt(8 rho)``."""
-    return math.sqrt(8.0 * rho)
+    """The ``epsilon`` of an exponential mechanism whose bounded-range cost is ``rho``.
 
-
-def symmetric_grid(lo: float, hi: float, per_octave: int = 16, resolution: float | None = None) -> np.ndarray:
-    """Public grid on ``[lo, hi]``: 0, ``+-resolution * 2^(k/per_octave)``, and both ends.
-
-    A bounded column gets a fine grid whatever its location; an unbounded one
-    (``[-1e6, 1e6]``) gets a geometric grid in ``|x|`` whose relative spacing
-    is ``2^(1/per_octave) - 1`` (4.4% for 16 points per octave).
-
-    Parameters
-    ----------
-    lo, hi : float
-        Public range, ``lo < hi``.
-    per_octave : int
-        Points per doubling of ``|x|``.
-    resolution : float, optional
-        Smallest non-zero magnitude; default ``(hi - lo) * 1e-6``.
+    :meth:`~dpstats.privacy.accounting.ZCDPAccountant.em_epsilon` with
+    ``bound="bounded_range"`` (``sqrt(8 rho)``); kept by name for callers that
+    have not switched yet.
     """
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ValueError(f"need finite lo < hi, got [{lo}, {hi}]")
-    res = resolution if resolution is not None else (hi - lo) * 1e-6
-    top = max(abs(lo), abs(hi))
-    k = int(math.ceil(math.log2(max(top / res, 1.0)) * per_octave)) + 1
-    mags = res * 2.0 ** (np.arange(k) / per_octave)
-    g = np.concatenate([-mags[::-1], [0.0], mags, [lo, hi]])
-    g = g[(g >= lo) & (g <= hi)]
-    return np.unique(g)
+    return ZCDPAccountant.em_epsilon(rho, bound="bounded_range")
 
 
 def scale_grid(lo: float, hi: float, per_octave: int = 8) -> np.ndarray:
@@ -150,34 +112,30 @@ def scale_grid(lo: float, hi: float, per_octave: int = 8) -> np.ndarray:
     return np.append(g, hi)
 
 
-def grid_quantile_scores(x: np.ndarray, rank: int, grid: np.ndarray) -> np.ndarray:
-    """Tie-robust scores of ``grid`` for the order statistic of the given ``rank`` (1-based).
+def grid_quantile(
+    acc: ZCDPAccountant,
+    mechanism: str,
+    x: np.ndarray,
+    rank: int,
+    grid: np.ndarray,
+    epsilon: float,
+    rng: np.random.Generator,
+) -> float:
+    """``epsilon``-DP estimate of the order statistic of the given ``rank`` over a public grid, charged to ``acc``.
 
-    Grid point ``g_j`` stands for the cell ``(g_{j-1}, g_j]``; with
-    ``c(g) = #{x <= g}`` its score is ``-max(0, c(g_{j-1}) - rank + 1,
-    rank - c(g_j))`` (zero only for the cell holding the order statistic).
-    Replacing one row changes every ``c`` by at most 1, so every score moves
-    by at most 1 (sensitivity 1). This is the score of
-    :func:`dpstats.privacy.mechanisms.private_quantile_grid`, exposed so that callers
-    can use an integer rank and tests can check the sensitivity.
-    """
-    z = np.sort(np.asarray(x, dtype=float).reshape(-1))
-    c = np.searchsorted(z, grid, side="right").astype(float)
-    c_prev = np.concatenate([[0.0], c[:-1]])
-    return -np.maximum.reduce([np.zeros_like(c), c_prev - rank + 1, rank - c])
-
-
-def grid_quantile(x: np.ndarray, rank: int, grid: np.ndarray, epsilon: float, rng: np.random.Generator) -> float:
-    """``epsilon``-DP estimate of the order statistic of the given ``rank`` over a public grid.
-
-    The exponential mechanism on :func:`grid_quantile_scores` (sensitivity 1).
+    The exponential mechanism (``acc.exponential``, bounded-range cost
+    ``epsilon^2 / 8``) on the tie-robust scores
+    :func:`~dpstats.privacy.mechanisms.grid_quantile_scores` (sensitivity 1).
     ``rank`` is clamped to ``[1, len(x)]``; it must be public (a function of n).
     """
-    n = int(np.asarray(x).size)
-    r = int(min(max(rank, 1), max(n, 1)))
-    scores = grid_quantile_scores(x, r, grid)
-    j = exponential_mechanism(scores, epsilon, 1.0, rng)
+    scores = grid_quantile_scores(x, grid, rank=rank)
+    j = acc.exponential(mechanism, scores, sensitivity=1.0, epsilon=epsilon, rng=rng, bound="bounded_range",
+                        note=_br_note(epsilon))
     return float(grid[j])
+
+
+def _br_note(epsilon: float) -> str:
+    return f"exponential mechanism, eps={epsilon:.6g} (bounded range)"
 
 
 def pair_differences(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -204,11 +162,16 @@ def clip_ball(Z: np.ndarray, center: np.ndarray, radius: float) -> tuple[np.ndar
     return center[None, :] + diff * factor[:, None], int(np.sum(norms > radius))
 
 
-def noisy_max_bin(bins: np.ndarray, n_bins: int, epsilon: float, rng: np.random.Generator) -> int:
-    """``epsilon``-DP choice of a histogram bin by the exponential mechanism on bin counts.
+def noisy_max_bin(
+    acc: ZCDPAccountant, mechanism: str, bins: np.ndarray, n_bins: int, epsilon: float, rng: np.random.Generator
+) -> int:
+    """``epsilon``-DP choice of a histogram bin by the exponential mechanism on bin counts, charged to ``acc``.
 
     Parameters
     ----------
+    acc : ZCDPAccountant
+        Charged ``epsilon^2 / 8`` (bounded range) under the name ``mechanism``.
+    mechanism : str
     bins : ndarray of int
         The bin index (in ``[0, n_bins)``) of every row; the binning must be public.
     n_bins : int
@@ -229,11 +192,14 @@ def noisy_max_bin(bins: np.ndarray, n_bins: int, epsilon: float, rng: np.random.
         raise ValueError("need at least one bin")
     ids, counts = np.unique(bins, return_counts=True)
     n_empty = n_bins - ids.size
-    logits = (epsilon / 2.0) * counts.astype(float)
+    scores = counts.astype(float)
+    log_base = np.zeros(ids.size)
     if n_empty > 0:
-        logits = np.append(logits, math.log(n_empty))
-    g = rng.gumbel(size=logits.size)
-    k = int(np.argmax(logits + g))
+        # the empty bins in aggregate: count 0, base measure their number
+        scores = np.append(scores, 0.0)
+        log_base = np.append(log_base, math.log(n_empty))
+    k = acc.exponential(mechanism, scores, sensitivity=1.0, epsilon=epsilon, rng=rng, bound="bounded_range",
+                        log_base=log_base, note=_br_note(epsilon))
     if k < ids.size:
         return int(ids[k])
     # a uniformly random empty bin
@@ -292,9 +258,22 @@ def tail_scale_scores(dev: np.ndarray, k: float, q: float | None, grid: np.ndarr
     return -np.maximum.reduce([np.zeros_like(U), t + 1.0 - U_prev, U - t])
 
 
-def tail_scale(dev: np.ndarray, k: float, q: float | None, grid: np.ndarray, epsilon: float, rng: np.random.Generator) -> float:
-    """``epsilon``-DP draw from :func:`tail_scale_scores` (exponential mechanism, sensitivity 1)."""
-    j = exponential_mechanism(tail_scale_scores(dev, k, q, grid), epsilon, 1.0, rng)
+def tail_scale(
+    acc: ZCDPAccountant,
+    mechanism: str,
+    dev: np.ndarray,
+    k: float,
+    q: float | None,
+    grid: np.ndarray,
+    epsilon: float,
+    rng: np.random.Generator,
+) -> float:
+    """``epsilon``-DP draw from :func:`tail_scale_scores` (exponential mechanism, sensitivity 1), charged to ``acc``.
+
+    ``acc.exponential`` charges the bounded-range cost ``epsilon^2 / 8``.
+    """
+    j = acc.exponential(mechanism, tail_scale_scores(dev, k, q, grid), sensitivity=1.0, epsilon=epsilon, rng=rng,
+                        bound="bounded_range", note=_br_note(epsilon))
     return float(grid[j])
 
 

@@ -36,16 +36,13 @@ from dpstats.algorithms.mean._utils import (
     augmented_second_moment,
     ball_mean,
     clipped_mean,
-    exponential_epsilon_for,
     grid_quantile,
     prior_box,
     scale_grid,
-    spend_exponential,
-    symmetric_grid,
     tail_scale,
 )
 from dpstats.privacy.accounting import ZCDPAccountant
-from dpstats.privacy.mechanisms import gaussian_noise
+from dpstats.privacy.mechanisms import range_grid
 
 __all__ = ["AdaptiveClip", "AdaptiveWhiten", "private_column_ranges", "widen_factor", "tail_count"]
 
@@ -93,7 +90,7 @@ def private_column_ranges(
     For each column ``j`` in ``find`` (data clipped to its public prior):
 
     1. a private median ``m`` (:func:`~dpstats.algorithms.mean._utils.grid_quantile`)
-       on the public grid ``symmetric_grid(lo_j, hi_j)``;
+       on the public grid ``range_grid(lo_j, hi_j)``;
     2. for each side, the deviations ``(m - x)_+`` and ``(x - m)_+`` and a
        private scale ``s`` with about ``k = tail_count(...)`` of them beyond it
        (:func:`~dpstats.algorithms.mean._utils.tail_scale`, ``q=None``) on the
@@ -111,9 +108,8 @@ def private_column_ranges(
     b = hi.astype(float).copy()
     for j in np.flatnonzero(find):
         x = np.clip(X[:, j], lo[j], hi[j])
-        grid = symmetric_grid(lo[j], hi[j], per_octave=per_octave, resolution=(hi[j] - lo[j]) * 5e-13)
-        m = grid_quantile(x, (n + 1) // 2, grid, eps0, rng)
-        spend_exponential(acc, f"median, column {j}", eps0)
+        grid = range_grid(lo[j], hi[j], per_octave=per_octave, resolution=(hi[j] - lo[j]) * 5e-13)
+        m = grid_quantile(acc, f"median, column {j}", x, (n + 1) // 2, grid, eps0, rng)
         w = hi[j] - lo[j]
         ends = []
         for side, dev, room in (("lower", np.maximum(m - x, 0.0), m - lo[j]), ("upper", np.maximum(x - m, 0.0), hi[j] - m)):
@@ -123,8 +119,7 @@ def private_column_ranges(
                 sg = np.concatenate([[0.0], scale_grid(w * 1e-9, w, scale_per_octave)])
                 sg = np.append(sg[sg < room], room)
             k = tail_count(sg.size, eps0, beta, n)
-            s = tail_scale(dev, k, None, sg, eps0, rng)
-            spend_exponential(acc, f"{side} scale, column {j}", eps0)
+            s = tail_scale(acc, f"{side} scale, column {j}", dev, k, None, sg, eps0, rng)
             ends.append(min(widen_factor(k, kstar, n) * s, room))
         a[j], b[j] = m - ends[0], m + ends[1]
     return a, b
@@ -156,8 +151,9 @@ def _box_release(algo, X, center, half, acc, rng, **details):
     ones = np.ones(dl)
     sens = 2.0 * math.sqrt(max(dl, 1)) / n
     sigma = acc.gaussian_sigma(sens, fraction=acc.remaining / acc.rho)
-    acc.spend_gaussian("clipped mean (box)", sens, sigma, "box [-1,1]^d after scaling: sensitivity 2 sqrt(d)/n")
-    est[live] = center[live] + half[live] * (clipped_mean(Z, -ones, ones) + gaussian_noise(rng, sigma, size=dl))
+    noisy = acc.gaussian("clipped mean (box)", clipped_mean(Z, -ones, ones), sensitivity=sens, sigma=sigma, rng=rng,
+                         note="box [-1,1]^d after scaling: sensitivity 2 sqrt(d)/n")
+    est[live] = center[live] + half[live] * noisy
     return algo.release(est, acc, center=center, half=half, final="box", **details)
 
 
@@ -206,7 +202,7 @@ class AdaptiveClip(Algorithm):
         kstar = max(float(p["kappa"]) / mu_f, 0.5)
         a, b = lo, hi
         if find.any():
-            eps0 = exponential_epsilon_for(share * acc.rho / (3 * int(find.sum())))
+            eps0 = acc.em_epsilon(share * acc.rho / (3 * int(find.sum())), bound="bounded_range")
             a, b = private_column_ranges(
                 X, lo, hi, find, eps0, kstar, float(p["beta"]), acc, rng, int(p["per_octave"]), int(p["scale_per_octave"])
             )
@@ -284,7 +280,7 @@ class AdaptiveWhiten(Algorithm):
         kstar = max(float(p["kappa"]) / mu_f, 0.5)
         a, b = lo, hi
         if find.any():
-            eps0 = exponential_epsilon_for(r_share * rho / (3 * int(find.sum())))
+            eps0 = acc.em_epsilon(r_share * rho / (3 * int(find.sum())), bound="bounded_range")
             a, b = private_column_ranges(
                 X, lo, hi, find, eps0, kstar, beta, acc, rng, int(p["per_octave"]), int(p["scale_per_octave"])
             )
@@ -294,20 +290,19 @@ class AdaptiveWhiten(Algorithm):
             return _box_release(self, X, center, half, acc, rng, path=why)
         Z = np.clip((X - center) / half, -1.0, 1.0)
         # 3. radius of z for the covariance step (public grid on [0, sqrt(d)])
-        eps_b = exponential_epsilon_for(b_share * rho / 2.0)
+        eps_b = acc.em_epsilon(b_share * rho / 2.0, bound="bounded_range")
         nz = np.linalg.norm(Z, axis=1)
         gz = np.concatenate([[0.0], scale_grid(math.sqrt(d) * 1e-3, math.sqrt(d), 16)])
-        C = tail_scale(nz, tail_count(gz.size, eps_b, beta, n), None, gz, eps_b, rng)
-        spend_exponential(acc, "radius of z", eps_b)
+        C = tail_scale(acc, "radius of z", nz, tail_count(gz.size, eps_b, beta, n), None, gz, eps_b, rng)
         C = max(C, gz[1])
         Zc = Z * np.minimum(1.0, C / np.maximum(nz, 1e-300))[:, None]
         # 4. noisy augmented second moment
         iu = np.triu_indices(d + 1)
         sens_m = math.sqrt(2.0) * (C * C + 1.0) / n
         sig_m = acc.gaussian_sigma(sens_m, fraction=c_share)
-        acc.spend_gaussian("second moment of (z, 1)", sens_m, sig_m, "Frobenius sensitivity sqrt(2)(C^2+1)/n")
         M = np.zeros((d + 1, d + 1))
-        M[iu] = augmented_second_moment(Zc) + gaussian_noise(rng, sig_m, size=iu[0].size)
+        M[iu] = acc.gaussian("second moment of (z, 1)", augmented_second_moment(Zc), sensitivity=sens_m, sigma=sig_m,
+                             rng=rng, note="Frobenius sensitivity sqrt(2)(C^2+1)/n")
         M = M + M.T - np.diag(np.diag(M))
         mz = np.clip(M[:d, d], -1.0, 1.0)
         S = M[:d, :d] - np.outer(mz, mz)
@@ -322,8 +317,7 @@ class AdaptiveWhiten(Algorithm):
         umax = float(np.linalg.norm(W, 2)) * 2.0 * math.sqrt(d)
         gu = np.concatenate([[0.0], scale_grid(umax * 1e-6, umax, 16)])
         ku = tail_count(gu.size, eps_b, beta, n)
-        R = tail_scale(du, ku, None, gu, eps_b, rng)
-        spend_exponential(acc, "radius of u", eps_b)
+        R = tail_scale(acc, "radius of u", du, ku, None, gu, eps_b, rng)
         R = min(max(R * widen_factor(ku, kstar, n, d), gu[1]), umax)
         # 6. the final step with the smaller expected Mahalanobis noise under S
         e_box = 4.0 * d * float(np.sum(1.0 / lam))
@@ -332,8 +326,8 @@ class AdaptiveWhiten(Algorithm):
             return _box_release(self, X, center, half, acc, rng, path="box chosen", radius=R, eigenvalues=lam)
         sens = 2.0 * R / n
         sigma = acc.gaussian_sigma(sens, fraction=acc.remaining / rho)
-        acc.spend_gaussian("clipped mean (whitened ball)", sens, sigma, "ball of radius R: sensitivity 2R/n")
-        u_est = ball_mean(U, cu, R) + gaussian_noise(rng, sigma, size=d)
+        u_est = acc.gaussian("clipped mean (whitened ball)", ball_mean(U, cu, R), sensitivity=sens, sigma=sigma,
+                             rng=rng, note="ball of radius R: sensitivity 2R/n")
         return self.release(
             center + half * (Winv @ u_est), acc, center=center, half=half, final="ball", radius=R, eigenvalues=lam
         )

@@ -17,7 +17,6 @@ from dpstats.algorithms import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.mean._utils import clipped_mean
 from dpstats.privacy.accounting import GDPAccountant
-from dpstats.privacy.mechanisms import gaussian_noise
 
 __all__ = ["ClipDataBounds"]
 
@@ -57,7 +56,7 @@ class ClipDataBounds(Algorithm):
         sens = max(float(np.linalg.norm(hi - lo)) / n, np.finfo(float).tiny)
         mean = clipped_mean(X, lo, hi)
         sigma = acc.gaussian_sigma(sens, fraction=1.0)
-        acc.spend_gaussian("gaussian mean", sens, sigma, "L2 sensitivity ||max-min||/n (replace-one)")
-        est = mean + gaussian_noise(rng, sigma, size=d)
+        est = acc.gaussian("gaussian mean", mean, sensitivity=sens, sigma=sigma, rng=rng,
+                           note="L2 sensitivity ||max-min||/n (replace-one)")
         # lo, hi are the data's exact minima and maxima and sigma a function of them: no details
         return self.release(est, acc)

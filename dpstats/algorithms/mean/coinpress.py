@@ -24,17 +24,14 @@ from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.mean._utils import (
     DEFAULT_RANGE,
     ball_mean,
-    exponential_epsilon_for,
     gaussian_tailbound,
     grid_quantile,
     pair_differences,
     prior_ball,
     prior_box,
     scale_grid,
-    spend_exponential,
 )
 from dpstats.privacy.accounting import ZCDPAccountant
-from dpstats.privacy.mechanisms import gaussian_noise
 
 __all__ = ["CoinPress", "CoinPressScaled", "coinpress_iterate", "coinpress_schedule"]
 
@@ -91,8 +88,8 @@ def coinpress_iterate(
         mean = ball_mean(Z, c, C)
         sens = 2.0 * C / n
         sigma = sens / math.sqrt(2.0 * rho_t)
-        acc.spend_gaussian(f"coinpress step {i + 1}", sens, sigma, f"ball radius {C:.4g}, replace-one sensitivity 2C/n")
-        c = mean + gaussian_noise(rng, sigma, size=d)
+        c = acc.gaussian(f"coinpress step {i + 1}", mean, sensitivity=sens, sigma=sigma, rng=rng,
+                         note=f"ball radius {C:.4g}, replace-one sensitivity 2C/n")
         trace.append({"radius": r, "clip": C, "sigma": sigma})
         r = gamma * math.sqrt(1.0 / n + sigma * sigma)
     return c, trace
@@ -189,7 +186,7 @@ class CoinPressScaled(Algorithm):
         lo, hi = prior_box(facts, R)
         q = float(self.params["scale_q"])
         share = float(self.params["scale_share"])
-        eps_j = exponential_epsilon_for(share * acc.rho / d)
+        eps_j = acc.em_epsilon(share * acc.rho / d, bound="bounded_range")
         zq = math.sqrt(2.0) * stats.norm.ppf((1.0 + q) / 2.0)
         scales = np.empty(d)
         for j in range(d):
@@ -197,8 +194,7 @@ class CoinPressScaled(Algorithm):
             grid = scale_grid(width * 1e-8, width, int(self.params["per_octave"]))
             diffs = pair_differences(X[:, j], rng)
             rank = int(math.ceil(q * diffs.size)) if diffs.size else 1
-            Q = grid_quantile(diffs, rank, grid, eps_j, rng)
-            spend_exponential(acc, f"scale quantile col {j}", eps_j)
+            Q = grid_quantile(acc, f"scale quantile col {j}", diffs, rank, grid, eps_j, rng)
             s_j = min(Q / zq, width / 2.0) if facts.columns[j] in facts.bounds else Q / zq
             scales[j] = max(s_j, width * 1e-12)  # a public constant column keeps a positive scale
         Z = X / scales[None, :]

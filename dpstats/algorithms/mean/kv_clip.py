@@ -19,19 +19,19 @@ from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.mean._utils import (
     DEFAULT_RANGE,
     clipped_mean,
-    exponential_epsilon_for,
     noisy_max_bin,
     pair_differences,
     prior_box,
-    spend_exponential,
 )
 from dpstats.privacy.accounting import ZCDPAccountant
-from dpstats.privacy.mechanisms import gaussian_noise
 
 __all__ = ["KarwaVadhanClip", "kv_scale", "kv_location"]
 
 
-def kv_scale(x: np.ndarray, sigma_min: float, sigma_max: float, epsilon: float, rng: np.random.Generator) -> float:
+def kv_scale(
+    acc: ZCDPAccountant, mechanism: str, x: np.ndarray, sigma_min: float, sigma_max: float, epsilon: float,
+    rng: np.random.Generator,
+) -> float:
     """Karwa-Vadhan private scale: the fullest bin of pair differences on a base-2 log grid.
 
     Bins are ``[0, 2^k0]`` and ``(2^k, 2^(k+1)]`` for ``k0 <= k < k1`` with
@@ -39,7 +39,8 @@ def kv_scale(x: np.ndarray, sigma_min: float, sigma_max: float, epsilon: float, 
     bin). The bin with the largest count is drawn by the exponential mechanism
     (``epsilon``-DP, one replaced row changes one difference); the release is
     the bin's upper end ``2^(k+1)`` (an over-estimate of ``sigma`` by a factor
-    about 1.4 to 2.8 for Gaussian data).
+    about 1.4 to 2.8 for Gaussian data). ``acc`` is charged ``epsilon^2 / 8``
+    (bounded range) under the name ``mechanism``.
     """
     k0 = math.floor(math.log2(sigma_min))
     k1 = max(math.ceil(math.log2(sigma_max)), k0 + 1)
@@ -49,19 +50,23 @@ def kv_scale(x: np.ndarray, sigma_min: float, sigma_max: float, epsilon: float, 
     # bin 0 holds [0, 2^k0]; bin b >= 1 holds (2^(k0+b-1), 2^(k0+b)]
     b = np.clip(np.ceil(lg - k0).astype(np.int64), 0, k1 - k0)
     nb = k1 - k0 + 1
-    chosen = noisy_max_bin(b, nb, epsilon, rng)
+    chosen = noisy_max_bin(acc, mechanism, b, nb, epsilon, rng)
     return float(2.0 ** (k0 + max(chosen, 1)))
 
 
-def kv_location(x: np.ndarray, width: float, lo: float, hi: float, epsilon: float, rng: np.random.Generator) -> tuple[float, float]:
+def kv_location(
+    acc: ZCDPAccountant, mechanism: str, x: np.ndarray, width: float, lo: float, hi: float, epsilon: float,
+    rng: np.random.Generator,
+) -> tuple[float, float]:
     """Karwa-Vadhan private coarse location: the fullest bin of width ``width`` on ``[lo, hi]``.
 
     Returns the chosen bin ``(start, end)``. ``epsilon``-DP (exponential
-    mechanism on counts; empty bins are drawn in aggregate).
+    mechanism on counts; empty bins are drawn in aggregate), charged to
+    ``acc`` at ``epsilon^2 / 8`` (bounded range) under the name ``mechanism``.
     """
     nb = max(int(math.ceil((hi - lo) / width)), 1)
     b = np.clip(np.floor((np.clip(x, lo, hi) - lo) / width).astype(np.int64), 0, nb - 1)
-    chosen = noisy_max_bin(b, nb, epsilon, rng)
+    chosen = noisy_max_bin(acc, mechanism, b, nb, epsilon, rng)
     start = lo + chosen * width
     return float(start), float(start + width)
 
@@ -113,22 +118,20 @@ class KarwaVadhanClip(Algorithm):
         n, d = X.shape
         acc = ZCDPAccountant(epsilon, delta)
         lo, hi = prior_box(facts, float(self.params["default_range"]))
-        eps0 = exponential_epsilon_for(float(self.params["range_share"]) * acc.rho / (2 * d))
+        eps0 = acc.em_epsilon(float(self.params["range_share"]) * acc.rho / (2 * d), bound="bounded_range")
         k = float(self.params["k"])
         a = np.empty(d)
         b = np.empty(d)
         scales = np.empty(d)
         for j in range(d):
             w = max(hi[j] - lo[j], 1e-12)
-            s = kv_scale(X[:, j], w * float(self.params["sigma_min_rel"]), w, eps0, rng)
-            spend_exponential(acc, f"kv scale col {j}", eps0)
-            start, end = kv_location(X[:, j], s, lo[j], hi[j], eps0, rng)
-            spend_exponential(acc, f"kv location col {j}", eps0)
+            s = kv_scale(acc, f"kv scale col {j}", X[:, j], w * float(self.params["sigma_min_rel"]), w, eps0, rng)
+            start, end = kv_location(acc, f"kv location col {j}", X[:, j], s, lo[j], hi[j], eps0, rng)
             a[j] = max(start - k * s, lo[j])
             b[j] = min(end + k * s, hi[j])
             scales[j] = s
         sens = max(float(np.linalg.norm(b - a)) / n, np.finfo(float).tiny)
         sigma = acc.gaussian_sigma(sens, fraction=acc.remaining / acc.rho)
-        acc.spend_gaussian("clipped mean", sens, sigma, "L2 sensitivity ||b-a||/n (replace-one)")
-        est = clipped_mean(X, a, b) + gaussian_noise(rng, sigma, size=d)
+        est = acc.gaussian("clipped mean", clipped_mean(X, a, b), sensitivity=sens, sigma=sigma, rng=rng,
+                           note="L2 sensitivity ||b-a||/n (replace-one)")
         return self.release(est, acc, lower=a, upper=b, scales=scales)

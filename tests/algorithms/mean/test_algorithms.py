@@ -446,11 +446,11 @@ def test_adaptive_whiten_covariance_and_ball_noise_scales(monkeypatch):
     from dpstats.algorithms.mean import adaptive as A
 
     seen = {"sigma": [], "tail": [], "ball": []}
-    noise, tail, ball = A.gaussian_noise, A.tail_scale, A.ball_mean
+    noise, tail, ball = A.ZCDPAccountant.gaussian, A.tail_scale, A.ball_mean
 
-    def rec_noise(rng, sigma, size=None):
-        seen["sigma"].append(sigma)
-        return noise(rng, sigma, size)
+    def rec_noise(self, mechanism, value, **kwargs):  # the charging call that draws the Gaussian noise
+        seen["sigma"].append(kwargs["sigma"])
+        return noise(self, mechanism, value, **kwargs)
 
     def rec_tail(*args, **kwargs):
         seen["tail"].append(tail(*args, **kwargs))
@@ -460,7 +460,7 @@ def test_adaptive_whiten_covariance_and_ball_noise_scales(monkeypatch):
         seen["ball"].append(r)
         return ball(Z, c, r)
 
-    monkeypatch.setattr(A, "gaussian_noise", rec_noise)
+    monkeypatch.setattr(A.ZCDPAccountant, "gaussian", rec_noise)
     monkeypatch.setattr(A, "tail_scale", rec_tail)
     monkeypatch.setattr(A, "ball_mean", rec_ball)
     rng = np.random.default_rng(43)

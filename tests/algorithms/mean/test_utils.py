@@ -17,7 +17,8 @@ import pytest
 from dpstats.algorithms.mean import _utils as U
 from dpstats.algorithms.mean.adaptive import tail_count, widen_factor
 from dpstats.data.instance import PublicFacts
-from dpstats.privacy.accounting import ZCDPAccountant, zcdp_epsilon
+from dpstats.privacy.accounting import ZCDPAccountant, em_rho, zcdp_epsilon
+from dpstats.privacy.mechanisms import grid_quantile_scores, range_grid
 
 
 def _neighbours(X: np.ndarray, candidates: np.ndarray):
@@ -27,6 +28,19 @@ def _neighbours(X: np.ndarray, candidates: np.ndarray):
             Y = X.copy()
             Y[i] = r
             yield Y
+
+
+def _big_accountant() -> ZCDPAccountant:
+    """A budget (rho about 9300) large enough for the thousands of draws of a distribution test."""
+    return ZCDPAccountant(1e4, 1e-6)
+
+
+def _check_em_ledger(acc: ZCDPAccountant, eps: float, count: int) -> None:
+    """Every draw wrote one bounded-range entry: kind, epsilon drawn, sensitivity 1, cost eps^2/8."""
+    assert len(acc.ledger) == count
+    for e in acc.ledger:
+        assert (e.kind, e.scale, e.sensitivity) == ("exponential", eps, 1.0)
+        assert e.cost == pytest.approx(eps**2 / 8, rel=1e-15)
 
 
 # --------------------------------------------------------------------------
@@ -51,7 +65,7 @@ def _renyi(lp: np.ndarray, lq: np.ndarray, alpha: float) -> float:
 def test_exponential_mechanism_renyi_within_bounded_range_rho(eps):
     """D_alpha(M(x) || M(x')) <= alpha * eps^2 / 8 for score vectors that differ by at most 1 everywhere."""
     rng = np.random.default_rng(0)
-    rho = U.br_rho(eps)
+    rho = em_rho(eps, bound="bounded_range")
     worst = 0.0
     for _ in range(40):
         G = int(rng.integers(2, 8))
@@ -71,10 +85,12 @@ def test_exponential_mechanism_renyi_within_bounded_range_rho(eps):
 
 def test_exponential_epsilon_round_trip_and_ledger():
     acc = ZCDPAccountant(1.0, 1e-6)
-    e = U.exponential_epsilon_for(acc.rho / 4)
+    e = acc.em_epsilon(acc.rho / 4, bound="bounded_range")
     for _ in range(4):
-        U.spend_exponential(acc, "exp", e)
+        U.grid_quantile(acc, "exp", VALUES, 3, np.arange(8.0), e, np.random.default_rng(0))
     assert acc.exhausted()
+    _check_em_ledger(acc, e, 4)
+    assert all("exponential mechanism" in s.note for s in acc.ledger)  # what the calibration tests look for
     assert math.isclose(zcdp_epsilon(acc.spent, 1e-6), 1.0, rel_tol=1e-6)
 
 
@@ -122,16 +138,18 @@ def test_tail_scale_draw_rarely_lands_above_the_data():
     x = np.abs(rng.standard_t(3, size=n))
     grid = np.concatenate([[0.0], U.scale_grid(1e-6, 1e6, 4)])
     k = tail_count(grid.size, eps, beta, n)
-    draws = [U.tail_scale(x, k, None, grid, eps, rng) for _ in range(400)]
+    acc = _big_accountant()
+    draws = [U.tail_scale(acc, "t", x, k, None, grid, eps, rng) for _ in range(400)]
+    _check_em_ledger(acc, eps, 400)
     assert np.mean(np.array(draws) > x.max() * 2 ** 0.25) <= 3 * beta + 0.01
 
 
 def test_grid_quantile_scores_sensitivity_one():
-    grid = U.symmetric_grid(-10.0, 10.0, per_octave=2, resolution=0.1)
+    grid = range_grid(-10.0, 10.0, per_octave=2, resolution=0.1)
     for rank in (1, 3, 6):
-        base = U.grid_quantile_scores(VALUES, rank, grid)
+        base = grid_quantile_scores(VALUES, grid, rank=rank)
         for Y in _neighbours(VALUES[:, None], np.r_[CANDIDATES, -10.0][:, None]):
-            assert np.abs(U.grid_quantile_scores(Y[:, 0], rank, grid) - base).max() <= 1.0
+            assert np.abs(grid_quantile_scores(Y[:, 0], grid, rank=rank) - base).max() <= 1.0
 
 
 def test_noisy_max_bin_distribution_with_aggregated_empty_bins():
@@ -141,11 +159,13 @@ def test_noisy_max_bin_distribution_with_aggregated_empty_bins():
     eps, nb = 1.0, 10
     w = np.exp(eps / 2 * np.array([6, 3, 1] + [0] * 7, dtype=float))
     expected = w / w.sum()
-    draws = np.array([U.noisy_max_bin(bins, nb, eps, rng) for _ in range(20000)])
+    acc = _big_accountant()
+    draws = np.array([U.noisy_max_bin(acc, "bin", bins, nb, eps, rng) for _ in range(20000)])
+    _check_em_ledger(acc, eps, 20000)
     freq = np.bincount(draws, minlength=nb) / draws.size
     assert np.abs(freq - expected).max() < 0.015
     # a huge number of bins: the empty bin drawn is uniform and never a non-empty one by mistake
-    big = [U.noisy_max_bin(np.array([5, 5]), 10**12, 0.01, rng) for _ in range(50)]
+    big = [U.noisy_max_bin(acc, "bin", np.array([5, 5]), 10**12, 0.01, rng) for _ in range(50)]
     assert all(0 <= b < 10**12 for b in big) and sum(b == 5 for b in big) < 5
 
 
@@ -156,13 +176,16 @@ def test_score_draws_follow_exp_eps_score_over_two(which):
     eps, reps = 2.0, 8000
     if which == "grid_quantile":
         grid = np.array([-1.0, 0.5, 1.0, 2.0, 3.0, 8.0])
-        scores = U.grid_quantile_scores(VALUES, 3, grid)
-        draws = [U.grid_quantile(VALUES, 3, grid, eps, rng) for _ in range(reps)]
+        scores = grid_quantile_scores(VALUES, grid, rank=3)
+        acc = _big_accountant()
+        draws = [U.grid_quantile(acc, "q", VALUES, 3, grid, eps, rng) for _ in range(reps)]
     else:
         grid = np.array([0.0, 0.5, 1.5, 2.0, 5.0, 8.0])
         scores = U.tail_scale_scores(VALUES, 2.0, None, grid)
-        draws = [U.tail_scale(VALUES, 2.0, None, grid, eps, rng) for _ in range(reps)]
+        acc = _big_accountant()
+        draws = [U.tail_scale(acc, "t", VALUES, 2.0, None, grid, eps, rng) for _ in range(reps)]
     assert len(set(scores.tolist())) >= 3  # several score levels, so the temperature matters
+    _check_em_ledger(acc, eps, reps)
     w = np.exp(eps / 2 * scores)
     freq = np.array([np.mean(np.array(draws) == g) for g in grid])
     assert np.abs(freq - w / w.sum()).max() < 0.02
@@ -232,7 +255,7 @@ def test_prior_box_and_ball_use_bounds_then_default():
 
 
 def test_grids_are_public_and_cover_the_range():
-    g = U.symmetric_grid(-1e6, 1e6, per_octave=16, resolution=1e-6)
+    g = range_grid(-1e6, 1e6, per_octave=16, resolution=1e-6)
     assert g[0] == -1e6 and g[-1] == 1e6 and 0.0 in g and np.all(np.diff(g) > 0)
     rel = np.diff(g[g > 1]) / g[g > 1][:-1]
     assert rel.max() < 2 ** (1 / 16) - 1 + 1e-9
