@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 import numpy as np
 from scipy import optimize, special
@@ -269,16 +269,19 @@ class Spend:
         What was charged, its cost in the accountant's unit, and a comment.
         These four are what releases serialise (``Release.ledger``).
     kind : str
-        ``"gaussian"``, ``"laplace"`` or ``"exponential"`` for an entry written
-        by a charging call (:meth:`Accountant.gaussian`, :meth:`Accountant.laplace`,
+        ``"gaussian"``, ``"gaussian_joint"``, ``"laplace"`` or ``"exponential"``
+        for an entry written by a charging call (:meth:`Accountant.gaussian`,
+        :meth:`Accountant.gaussian_joint`, :meth:`Accountant.laplace`,
         :meth:`Accountant.exponential`), which also drew the noise; ``""`` for a
         direct charge (``spend_*``).
     sensitivity : float or None
         The sensitivity charged for (L2 for Gaussian, L1 for Laplace, of the
-        score for the exponential mechanism).
-    scale : float or None
-        The scale actually drawn: the Gaussian ``sigma``, the Laplace ``b``, or
-        the exponential mechanism's ``epsilon``.
+        score for the exponential mechanism; for ``"gaussian_joint"`` the L2
+        sensitivity ``sqrt(sens2)`` of the blocks divided by their scales).
+    scale : float, tuple of float, or None
+        The scale actually drawn: the Gaussian ``sigma`` (one per block for
+        ``"gaussian_joint"``), the Laplace ``b``, or the exponential
+        mechanism's ``epsilon``.
     """
 
     mechanism: str
@@ -287,7 +290,7 @@ class Spend:
     note: str = ""
     kind: str = ""
     sensitivity: float | None = None
-    scale: float | None = None
+    scale: float | tuple[float, ...] | None = None
 
 
 class BudgetExceeded(RuntimeError):
@@ -336,7 +339,7 @@ class Accountant:
         *,
         kind: str = "",
         sensitivity: float | None = None,
-        scale: float | None = None,
+        scale: float | tuple[float, ...] | None = None,
     ) -> None:
         if cost < 0 or not math.isfinite(cost):
             raise ValueError(f"privacy cost must be finite and >= 0, got {cost!r}")
@@ -352,6 +355,9 @@ class Accountant:
     # ------------------------------------------------------------------
 
     def _gaussian_cost(self, sensitivity: float, sigma: float) -> float:
+        raise TypeError(f"{type(self).__name__} cannot account for a Gaussian mechanism")
+
+    def _gaussian_joint_cost(self, sens2: float) -> float:
         raise TypeError(f"{type(self).__name__} cannot account for a Gaussian mechanism")
 
     def _laplace_charge(self, mechanism: str, epsilon: float, note: str, sensitivity: float, scale: float) -> None:
@@ -431,6 +437,62 @@ class Accountant:
             return float(value + rng.normal(0.0, sigma))
         arr = np.asarray(value)
         return arr + rng.normal(0.0, sigma, size=arr.shape)
+
+    def gaussian_joint(
+        self,
+        mechanism: str,
+        values: Sequence[Any],
+        *,
+        sigmas: Sequence[float],
+        sens2: float,
+        rng: np.random.Generator,
+        note: str = "",
+    ) -> list[np.ndarray]:
+        """Release several statistics with their own Gaussian scales as *one* mechanism, and charge it.
+
+        Block ``i`` is released as ``values[i] + N(0, sigmas[i]^2 I)``. This is
+        the Gaussian mechanism on ``(values[0] / sigmas[0], values[1] /
+        sigmas[1], ...)`` with unit noise, so its cost depends only on
+        ``sens2``, the supremum over replace-one neighbours of
+        ``sum_i ||Delta values[i]||^2 / sigmas[i]^2`` (a joint bound, which can
+        be smaller than the sum of the blocks' separate sensitivities):
+        ``sens2 / 2`` in zCDP, ``sens2`` in GDP (``mu^2``).
+
+        The charge is recorded before the draws; the blocks are drawn in
+        order, each as ``rng.normal(0.0, sigmas[i], size=shape)``.
+
+        Parameters
+        ----------
+        mechanism : str
+        values : sequence of array_like
+            The exact statistics (each an array).
+        sigmas : sequence of float
+            Noise scale of each block (``> 0``), recorded in the ledger.
+        sens2 : float
+            Squared joint sensitivity in units of the noise (``>= 0``).
+        rng : Generator
+        note : str
+
+        Returns
+        -------
+        list of ndarray
+            The noisy blocks.
+        """
+        if len(values) != len(sigmas) or not len(values):
+            raise ValueError("need one sigma per block and at least one block")
+        for s in sigmas:
+            if not (s > 0 and math.isfinite(s)):
+                raise ValueError(f"sigma must be finite and > 0, got {s!r}")
+        _check_sensitivity(sens2)
+        self._charge(
+            mechanism, self._gaussian_joint_cost(sens2), note,
+            kind="gaussian_joint", sensitivity=math.sqrt(sens2), scale=tuple(float(s) for s in sigmas),
+        )
+        out = []
+        for v, s in zip(values, sigmas):
+            arr = np.asarray(v)
+            out.append(arr + rng.normal(0.0, s, size=arr.shape))
+        return out
 
     def laplace(
         self,
@@ -611,6 +673,9 @@ class ZCDPAccountant(Accountant):
     def _gaussian_cost(self, sensitivity: float, sigma: float) -> float:
         return float(sensitivity**2 / (2.0 * sigma**2))
 
+    def _gaussian_joint_cost(self, sens2: float) -> float:
+        return float(sens2 / 2.0)
+
     def _laplace_charge(self, mechanism: str, epsilon: float, note: str, sensitivity: float, scale: float) -> None:
         self._charge(mechanism, epsilon**2 / 2.0, note, kind="laplace", sensitivity=sensitivity, scale=scale)
 
@@ -662,6 +727,9 @@ class GDPAccountant(Accountant):
 
     def _gaussian_cost(self, sensitivity: float, sigma: float) -> float:
         return float((sensitivity / sigma) ** 2)
+
+    def _gaussian_joint_cost(self, sens2: float) -> float:
+        return float(sens2)
 
     def achieved(self) -> tuple[float, float]:
         mu = math.sqrt(self.spent)
