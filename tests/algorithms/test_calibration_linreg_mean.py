@@ -28,13 +28,12 @@ of these algorithms makes one of these comparisons fail (rtol 1e-9).
 
 What cannot be pinned this way (and how it is covered instead)
 --------------------------------------------------------------
-* AdaSSP's ``lambda_min`` draw is ``rng.normal()`` multiplied by
-  ``sigma_lambda`` afterwards, so the recorded scale is 1. Its scale is pinned
-  through the ledger cost of that entry (``B_x^2 / (2 sigma_lambda^2)`` must
-  be a third of the rest), the released ``sigma_lambda`` detail, the later
-  draws (a wrong charge there changes what the ``X'y`` share receives), and,
-  on an instance whose columns all have public ranges (mvd95), by recomputing
-  the released ridge from ``lambda_min(X'X)`` and the replayed draw.
+* AdaSSP's ``lambda_min`` draw (recorded at scale ``sigma_lambda`` since it
+  goes through ``acc.gaussian``) is also pinned through the ledger cost of
+  that entry (``B_x^2 / (2 sigma_lambda^2)`` must be a third of the rest), the
+  released ``sigma_lambda`` detail and, on an instance whose columns all have
+  public ranges (mvd95), by recomputing the released ridge from
+  ``lambda_min(X'X)`` and the replayed draw.
 * BHS's noise is ``standard_normal(d)`` shaped by ``sqrt(c2 Sigma)``
   afterwards; it is pinned by replaying the recorded draws on a fresh
   generator (the RecordingGenerator draws exactly what ``default_rng`` does)
@@ -132,18 +131,18 @@ class Spies:
                                   int(np.argmax(logits + g)) == j))
             return j
 
-        for mod in (mech, lu, acc_mod):  # acc_mod: the accountant's charging call acc.exponential
+        for mod in (mech, mu_mod, acc_mod):  # acc_mod: the accountant's charging call acc.exponential
             monkeypatch.setattr(mod, "exponential_mechanism", em)
 
         real_nmb = mu_mod.noisy_max_bin
 
-        def nmb(acc, mechanism, bins, n_bins, epsilon, rng):
+        def nmb(bins, n_bins, epsilon, rng):
             ids, counts = np.unique(np.asarray(bins, dtype=np.int64), return_counts=True)
             logits = epsilon / 2.0 * counts.astype(float)  # exp(eps c / 2): counts have sensitivity 1
             if n_bins > ids.size:
                 logits = np.append(logits, math.log(n_bins - ids.size))
             k = int(np.argmax(logits + _gumbels_ahead(rng, logits.size)))
-            out = real_nmb(acc, mechanism, bins, n_bins, epsilon, rng)
+            out = real_nmb(bins, n_bins, epsilon, rng)
             ok = (out == ids[k]) if k < ids.size else (out not in set(ids.tolist()))
             self.kv.append((float(epsilon), bool(ok)))
             return out
@@ -380,10 +379,10 @@ def test_adassp_scales(iid, eps, seed, spies):
     s_l = gauss_sigma(B2, share)  # lambda_min: sensitivity B_x^2 (Weyl)
     s_xx = gauss_sigma(math.sqrt(2.0) * B2, share)  # upper triangle of X'X: sqrt(2) B_x^2
     s_xy = gauss_sigma(2.0 * math.sqrt(B2) * By, share)  # X'y: 2 B_x B_y
-    check_draws(rng, [("normal", 1.0, 1), ("normal", s_xx, d * (d + 1) // 2), ("normal", s_xy, d)])
+    check_draws(rng, [("normal", s_l, 1), ("normal", s_xx, d * (d + 1) // 2), ("normal", s_xy, d)])
     assert out.details["sigma_lambda"] == pytest.approx(s_l, rel=RTOL)
     check_ledger(out, [e * e / 8 for e in em_eps] + [share] * 3, rho)
-    # the lambda_min draw is N(0,1) times sigma_lambda: its charge B_x^4 / (2 sigma_lambda^2) must be the share
+    # the lambda_min draw has scale sigma_lambda: its charge B_x^4 / (2 sigma_lambda^2) must be the share
     lam_row = [row for row in out.ledger if row[0].startswith("lambda_min")]
     assert len(lam_row) == 1 and lam_row[0][1] == pytest.approx(B2**2 / (2 * s_l**2), rel=RTOL)
     # the released statistics are those of the rows clipped to the bounds the sensitivities assume
@@ -407,7 +406,7 @@ def noise_values(seed: int, rng: RecordingGenerator) -> list[np.ndarray]:
 
 
 def test_adassp_lambda_min_noise_scale(spies):
-    """The lambda_min draw is N(0, 1) times sigma_lambda after the call: pin sigma_lambda through the released ridge.
+    """The lambda_min draw has scale sigma_lambda: pin sigma_lambda also through the released ridge.
 
     mvd95 has public ranges for every column (rows are unchanged by the clipping), so ``lambda_min(X'X)`` is
     known; at epsilon = 0.7 both clamps of the adassp page are inactive and the ridge
@@ -425,9 +424,10 @@ def test_adassp_lambda_min_noise_scale(spies):
     share, d = (rho - spent) / 3.0, des.d
     s_l, s_xx = gauss_sigma(B2, share), gauss_sigma(math.sqrt(2.0) * B2, share)
     draws = rng.noise()
-    assert draws[0].method == "normal" and draws[0].count == 1 and draws[0].scale == 1.0
-    z = float(replay(seed, rng)[next(i for i, dr in enumerate(rng.draws) if dr is draws[0])])
-    lam_t = lam_min + s_l * z - s_l * math.sqrt(math.log(6.0 / DELTA))
+    assert draws[0].method == "normal" and draws[0].count == 1
+    assert draws[0].scale == pytest.approx(s_l, rel=RTOL)
+    e = float(replay(seed, rng)[next(i for i, dr in enumerate(rng.draws) if dr is draws[0])])  # the noise added
+    lam_t = lam_min + e - s_l * math.sqrt(math.log(6.0 / DELTA))
     lam = s_xx * math.sqrt(d * math.log(2.0 * d * d / 0.05)) - lam_t
     assert lam_t > 0 and lam > 0  # neither clamp active: the check below is not vacuous
     assert out.details["lambda"] == pytest.approx(lam, rel=1e-8)
@@ -593,7 +593,7 @@ def test_adassp_std_scales(iid, eps, seed, spies):
     s_l = gauss_sigma(D, share)  # lambda_min(Z'Z): D
     s_xx = gauss_sigma(math.sqrt(D * D + D), share)  # U(Z'Z) without structural zeros: sqrt(D^2 + D)
     s_xy = gauss_sigma(2.0 * math.sqrt(D), share)  # Z'u: 2 sqrt(D)
-    check_draws(rng, [("normal", 1.0, 1), ("normal", s_xx, des.n_released()), ("normal", s_xy, des.d)])
+    check_draws(rng, [("normal", s_l, 1), ("normal", s_xx, des.n_released()), ("normal", s_xy, des.d)])
     assert out.details["sigma_lambda"] == pytest.approx(s_l, rel=RTOL)
     check_ledger(out, [e * e / 8 for e in em_eps] + [share] * 3, rho)
     lam_row = [row for row in out.ledger if row[0].startswith("lambda_min")]

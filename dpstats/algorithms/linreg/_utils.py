@@ -21,12 +21,20 @@ Contents
   not structurally zero), :func:`ssp_calibration` (the exact joint
   sensitivity of ``(X'X, X'y)`` under replace-one) and :func:`release_ssp`.
 
-Accounting of the exponential mechanism
----------------------------------------
-The exponential mechanism ``P(i) ~ exp(eps u_i / (2 Delta))`` is ``eps``-DP
-and moreover ``eps``-bounded-range (Durfee and Rogers 2019), which implies
-``eps^2/8``-zCDP (Cesar and Rogers 2021, Lemma 3.2). :func:`spend_em` records
-that cost in a :class:`~dpstats.privacy.accounting.ZCDPAccountant`.
+Accounting
+----------
+Every private value is drawn by a charging call of the accountant
+(:meth:`~dpstats.privacy.accounting.Accountant.gaussian`,
+:meth:`~dpstats.privacy.accounting.Accountant.gaussian_joint`,
+:meth:`~dpstats.privacy.accounting.Accountant.exponential`), so the ledger
+records exactly the scale or epsilon drawn. The exponential mechanism
+``P(i) ~ exp(eps u_i / (2 Delta))`` is ``eps``-DP and moreover
+``eps``-bounded-range (Durfee and Rogers 2019), which implies
+``eps^2/8``-zCDP (Cesar and Rogers 2021, Lemma 3.2): the grid mechanisms here
+are charged with ``bound="bounded_range"``
+(:func:`~dpstats.privacy.accounting.em_rho`), and a zCDP share is turned into
+their epsilon by :func:`~dpstats.privacy.accounting.em_epsilon`. The tie-robust
+grid scores are :func:`~dpstats.privacy.mechanisms.grid_quantile_scores`.
 """
 
 from __future__ import annotations
@@ -39,13 +47,11 @@ from typing import Any
 import numpy as np
 from scipy import linalg, special
 
-from dpstats.privacy.accounting import ZCDPAccountant
-from dpstats.privacy.mechanisms import exponential_mechanism, log_grid, private_quantile_grid
+from dpstats.privacy.accounting import Accountant, ZCDPAccountant, em_epsilon
+from dpstats.privacy.mechanisms import grid_quantile_scores, log_grid
 
 __all__ = [
     "BR_NOTE",
-    "em_epsilon",
-    "spend_em",
     "BASIS_DETAILS",
     "Structure",
     "enforce_structure",
@@ -78,16 +84,17 @@ _FINE = log_grid(2.0**-20, 2.0**36, per_octave=32)
 SIGNED_GRID = np.concatenate([-_FINE[::-1], [0.0], _FINE])
 
 
-def em_epsilon(rho: float) -> float:
-    """Epsilon of an exponential mechanism whose zCDP cost ``eps^2/8`` is ``rho``."""
-    if rho < 0:
-        raise ValueError("rho must be >= 0")
-    return math.sqrt(8.0 * rho)
+def grid_em(
+    acc: ZCDPAccountant, mechanism: str, scores: np.ndarray, epsilon: float, rng: np.random.Generator, note: str = ""
+) -> int:
+    """Run a grid exponential mechanism (score sensitivity 1) through the accountant: draw and charge ``epsilon^2/8``.
 
-
-def spend_em(acc: ZCDPAccountant, mechanism: str, epsilon: float, note: str = "") -> None:
-    """Record an ``epsilon``-DP exponential mechanism at its bounded-range cost ``epsilon^2/8``."""
-    acc.spend_rho(mechanism, epsilon**2 / 8.0, note=(note + "; " if note else "") + BR_NOTE)
+    The ledger entry carries ``note`` followed by :data:`BR_NOTE`.
+    """
+    return acc.exponential(
+        mechanism, scores, sensitivity=1.0, epsilon=epsilon, rng=rng, bound="bounded_range",
+        note=(note + "; " if note else "") + BR_NOTE,
+    )
 
 
 # --------------------------------------------------------------------------
@@ -246,7 +253,8 @@ def _halfwidth_factor(q: float, k: float = 3.0) -> float:
 
 
 def private_center_halfwidth(
-    x: np.ndarray, eps_center: float, eps_scale: float, rng: np.random.Generator, q: float, k_sd: float = 3.0
+    x: np.ndarray, acc: ZCDPAccountant, label: str, eps_center: float, eps_scale: float, rng: np.random.Generator,
+    q: float, k_sd: float = 3.0,
 ) -> tuple[float, float]:
     """Private centre and half-width of one column (two exponential mechanisms).
 
@@ -259,11 +267,13 @@ def private_center_halfwidth(
     data it is ``k_sd`` standard deviations. Both use the tie-robust grid
     scoring of :func:`~dpstats.privacy.mechanisms.private_quantile_grid`
     (sensitivity 1 under replace-one). Composition:
-    ``eps_center + eps_scale`` (or ``(eps_center^2 + eps_scale^2)/8``-zCDP).
+    ``eps_center + eps_scale`` (or ``(eps_center^2 + eps_scale^2)/8``-zCDP),
+    charged to ``acc`` as ``"range <label>: median"`` and ``"range <label>: scale"``.
     """
-    a, b = private_median_cell(x, SIGNED_GRID, eps_center, rng)
+    a, b = private_median_cell(x, SIGNED_GRID, acc, f"range {label}: median", eps_center, rng)
     c = _cell_center(a, b)
-    s = private_nonzero_quantile(_cell_deviation(x, a, b, c), q, POSITIVE_GRID, eps_scale, rng)
+    s = private_nonzero_quantile(_cell_deviation(x, a, b, c), q, POSITIVE_GRID, acc, f"range {label}: scale",
+                                 eps_scale, rng)
     return float(c), float(s * _halfwidth_factor(q, k_sd))
 
 
@@ -282,32 +292,35 @@ def _cell_deviation(x: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
     return dev
 
 
-def private_median_cell(x: np.ndarray, grid: np.ndarray, epsilon: float, rng: np.random.Generator) -> tuple[float, float]:
+def private_median_cell(
+    x: np.ndarray, grid: np.ndarray, acc: ZCDPAccountant, mechanism: str, epsilon: float, rng: np.random.Generator,
+    note: str = "",
+) -> tuple[float, float]:
     """Private median cell ``(g_{j-1}, g_j]`` of a public increasing grid (``(-inf, g_0]`` for ``j = 0``).
 
-    The tie-robust grid exponential mechanism of
-    :func:`~dpstats.privacy.mechanisms.private_quantile_grid`: grid point ``g_j``
-    stands for its cell and scores ``-max(0, c(g_{j-1}) - r + 1, r - c(g_j))``
-    with ``r = ceil(n/2)``; sensitivity 1 under replace-one, ``epsilon``-DP.
+    The tie-robust grid exponential mechanism
+    (:func:`~dpstats.privacy.mechanisms.grid_quantile_scores` with ``q = 1/2``):
+    grid point ``g_j`` stands for its cell and scores
+    ``-max(0, c(g_{j-1}) - r + 1, r - c(g_j))`` with ``r = ceil(n/2)``;
+    sensitivity 1 under replace-one, ``epsilon``-DP, drawn and charged to
+    ``acc`` as ``mechanism`` (:func:`grid_em`).
     """
     grid = np.asarray(grid, dtype=float)
-    z = np.sort(np.asarray(x, dtype=float).reshape(-1))
-    n = z.size
-    r = max(1, int(math.ceil(0.5 * n)))
-    c = np.searchsorted(z, grid, side="right").astype(float)
-    c_prev = np.concatenate([[0.0], c[:-1]])
-    scores = -np.maximum.reduce([np.zeros_like(c), c_prev - r + 1, r - c])
-    j = exponential_mechanism(scores, epsilon, 1.0, rng)
+    j = grid_em(acc, mechanism, grid_quantile_scores(x, grid, q=0.5), epsilon, rng, note)
     return (float(grid[j - 1]) if j > 0 else -math.inf), float(grid[j])
 
 
-def private_median_midpoint(x: np.ndarray, grid: np.ndarray, epsilon: float, rng: np.random.Generator) -> float:
+def private_median_midpoint(
+    x: np.ndarray, grid: np.ndarray, acc: ZCDPAccountant, mechanism: str, epsilon: float, rng: np.random.Generator,
+    note: str = "",
+) -> float:
     """Private median reported as the middle of the drawn cell of :func:`private_median_cell`.
 
-    ``epsilon``-DP; the middle of the cell (its upper end for the first cell
-    and for a cell ending at 0) is post-processing.
+    ``epsilon``-DP (charged to ``acc`` as ``mechanism``); the middle of the
+    cell (its upper end for the first cell and for a cell ending at 0) is
+    post-processing.
     """
-    a, b = private_median_cell(x, grid, epsilon, rng)
+    a, b = private_median_cell(x, grid, acc, mechanism, epsilon, rng, note)
     return _cell_center(a, b)
 
 
@@ -317,7 +330,10 @@ def _cell_center(a: float, b: float) -> float:
     return 0.5 * (a + b)
 
 
-def private_nonzero_quantile(v: np.ndarray, q: float, grid: np.ndarray, epsilon: float, rng: np.random.Generator) -> float:
+def private_nonzero_quantile(
+    v: np.ndarray, q: float, grid: np.ndarray, acc: ZCDPAccountant, mechanism: str, epsilon: float,
+    rng: np.random.Generator, note: str = "",
+) -> float:
     """Private ``q``-quantile of the *non-zero* values of ``v >= 0`` over a public grid.
 
     Sparse columns (a dummy-like regressor that is 0 for most rows, counts
@@ -328,8 +344,8 @@ def private_nonzero_quantile(v: np.ndarray, q: float, grid: np.ndarray, epsilon:
 
     With ``m = #{v_i > 0}``, target rank ``r = max(1, ceil(q m))`` and
     ``c(g) = #{0 < v_i <= g}``, grid point ``g_j`` scores
-    ``-max(0, c(g_{j-1}) - r + 1, r - c(g_j))`` as in
-    :func:`~dpstats.privacy.mechanisms.private_quantile_grid`.
+    ``-max(0, c(g_{j-1}) - r + 1, r - c(g_j))``: the scores of
+    :func:`~dpstats.privacy.mechanisms.grid_quantile_scores` of the non-zero values.
 
     Sensitivity 1 under replace-one: replacing a non-zero value by another
     moves each ``c`` by at most 1 and leaves ``r``; turning a zero into a
@@ -338,27 +354,27 @@ def private_nonzero_quantile(v: np.ndarray, q: float, grid: np.ndarray, epsilon:
     most 1 (the increments of ``r`` and ``c`` partly cancel); the reverse
     change is symmetric. The score is a maximum of such terms, so it moves by
     at most 1 and the mechanism is ``epsilon``-DP (and
-    ``epsilon``-bounded-range).
+    ``epsilon``-bounded-range); it is drawn and charged to ``acc`` as
+    ``mechanism`` (:func:`grid_em`).
     """
     grid = np.asarray(grid, dtype=float)
-    z = np.sort(np.asarray(v, dtype=float).reshape(-1))
-    z = z[z > 0]
-    m = z.size
-    r = max(1, int(math.ceil(q * m)))
-    cnt = np.searchsorted(z, grid, side="right").astype(float)
-    prev = np.concatenate([[0.0], cnt[:-1]])
-    scores = -np.maximum.reduce([np.zeros_like(cnt), prev - r + 1, r - cnt])
-    j = exponential_mechanism(scores, epsilon, 1.0, rng)
+    z = np.asarray(v, dtype=float).reshape(-1)
+    j = grid_em(acc, mechanism, grid_quantile_scores(z[z > 0], grid, q=q), epsilon, rng, note)
     return float(grid[j])
 
 
-def private_norm_bound(norms: np.ndarray, q: float, epsilon: float, rng: np.random.Generator) -> float:
+def private_norm_bound(
+    norms: np.ndarray, q: float, acc: ZCDPAccountant, mechanism: str, epsilon: float, rng: np.random.Generator,
+    note: str = "",
+) -> float:
     """Private ``q``-quantile of non-negative values (row norms, ``|y|``) on :data:`POSITIVE_GRID`.
 
-    ``epsilon``-DP (tie-robust grid exponential mechanism, replace-one
-    sensitivity 1).
+    ``epsilon``-DP (tie-robust grid exponential mechanism,
+    :func:`~dpstats.privacy.mechanisms.grid_quantile_scores`, replace-one
+    sensitivity 1), drawn and charged to ``acc`` as ``mechanism`` (:func:`grid_em`).
     """
-    return float(private_quantile_grid(np.asarray(norms, dtype=float), q, POSITIVE_GRID, epsilon, rng))
+    scores = grid_quantile_scores(np.asarray(norms, dtype=float), POSITIVE_GRID, q=q)
+    return float(POSITIVE_GRID[grid_em(acc, mechanism, scores, epsilon, rng, note)])
 
 
 # --------------------------------------------------------------------------
@@ -519,8 +535,8 @@ def private_basis(
             raise ValueError("private ranges need an accountant and rho > 0")
         # per column: 1/5 of its share to the median, 4/5 to the scale: the
         # median has n/2 rows of margin on either side, the scale quantile fewer
-        eps_c = em_epsilon(rho / n_private / 5.0)
-        eps = em_epsilon(rho / n_private * 4.0 / 5.0)
+        eps_c = em_epsilon(rho / n_private / 5.0, bound="bounded_range")
+        eps = em_epsilon(rho / n_private * 4.0 / 5.0, bound="bounded_range")
     else:
         eps_c = eps = float("inf")
     q = scale_quantile(n, eps) if math.isfinite(eps) else 0.95
@@ -534,10 +550,7 @@ def private_basis(
             dev = dev[dev > 0]
             s = float(np.quantile(dev, q)) if dev.size else 1.0
             return c, s * _halfwidth_factor(q, k_sd)
-        c, h = private_center_halfwidth(v, eps_c, eps, rng, q, k_sd)
-        spend_em(acc, f"range {label}: median", eps_c)  # type: ignore[arg-type]
-        spend_em(acc, f"range {label}: scale", eps)  # type: ignore[arg-type]
-        return c, h
+        return private_center_halfwidth(v, acc, label, eps_c, eps, rng, q, k_sd)  # type: ignore[arg-type]
 
     for j in S.free:
         c, h = one(X[:, j], f"column {j}")
@@ -657,19 +670,24 @@ def ssp_calibration(B2: float, q4: float, By: float, ratio: float | None, rho: f
 
 
 def release_ssp(
-    Z: np.ndarray, u: np.ndarray | None, mask: np.ndarray, cal: SSPCalibration, rng: np.random.Generator
+    Z: np.ndarray, u: np.ndarray | None, mask: np.ndarray, cal: SSPCalibration, acc: Accountant, mechanism: str,
+    rng: np.random.Generator, note: str = "replace-one joint sensitivity, ssp_joint_sens2",
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Noisy ``Z'Z`` (symmetric, released entries at ``mask``) and ``Z'u``.
+    """Noisy ``Z'Z`` (symmetric, released entries at ``mask``) and ``Z'u``: one joint Gaussian mechanism.
 
-    The caller must have clipped the rows to the bounds ``cal`` was computed for.
+    Drawn and charged in one call
+    (:meth:`~dpstats.privacy.accounting.Accountant.gaussian_joint`): scales
+    ``cal.sigma_xx`` and ``cal.sigma_xy``, cost from the joint ``cal.sens2``
+    (``sens2/2`` in zCDP). The caller must have clipped the rows to the bounds
+    ``cal`` was computed for.
     """
     G = Z.T @ Z
-    vals = G[mask] + rng.normal(0.0, cal.sigma_xx, size=int(mask.sum()))
-    H = upper_to_sym(vals, mask)
-    b = None
-    if u is not None:
-        b = Z.T @ u + rng.normal(0.0, cal.sigma_xy, size=Z.shape[1])
-    return H, b
+    if u is None:
+        (vals,) = acc.gaussian_joint(mechanism, [G[mask]], sigmas=[cal.sigma_xx], sens2=cal.sens2, rng=rng, note=note)
+        return upper_to_sym(vals, mask), None
+    vals, b = acc.gaussian_joint(mechanism, [G[mask], Z.T @ u], sigmas=[cal.sigma_xx, cal.sigma_xy], sens2=cal.sens2,
+                                 rng=rng, note=note)
+    return upper_to_sym(vals, mask), b
 
 
 def solve_floor(H: np.ndarray, b: np.ndarray, floor: float) -> np.ndarray:

@@ -40,18 +40,16 @@ from typing import Any
 
 import numpy as np
 
-from dpstats.privacy.accounting import Accountant, GDPAccountant, ZCDPAccountant
+from dpstats.privacy.accounting import Accountant, GDPAccountant, ZCDPAccountant, em_epsilon
 from dpstats.algorithms import coefficient_of, register
 from dpstats.algorithms.linreg._utils import (
     BASIS_DETAILS,
     Structure,
-    em_epsilon,
     enforce_structure,
     gram_pattern,
     private_basis,
     private_norm_bound,
     scale_quantile,
-    spend_em,
     upper_to_sym,
 )
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
@@ -79,8 +77,9 @@ def adassp_core(
     """AdaSSP on rows already clipped to ``||z||^2 <= B2``, ``sum z_j^4 <= q4``, ``|u| <= By``.
 
     Spends the accountant's whole remaining budget in three equal Gaussian
-    releases (``lambda_min``, ``Z'Z``, ``Z'u``). ``mask`` selects the released
-    upper-triangle entries of ``Z'Z`` (default: all).
+    releases (``lambda_min``, ``Z'Z``, ``Z'u``), each drawn and charged in one
+    call (:meth:`~dpstats.privacy.accounting.Accountant.gaussian`). ``mask``
+    selects the released upper-triangle entries of ``Z'Z`` (default: all).
 
     Returns
     -------
@@ -94,19 +93,19 @@ def adassp_core(
     G = Z.T @ Z
     # 1. lambda_min, sensitivity B2
     s_l = acc.gaussian_sigma(B2, frac)  # type: ignore[attr-defined]
-    acc.spend_gaussian("lambda_min(X'X)", B2, s_l, note="replace-one sensitivity B_x^2 (Weyl)")  # type: ignore[attr-defined]
     lam_min = float(np.linalg.eigvalsh(G)[0])
-    lam_t = max(0.0, lam_min + s_l * rng.normal() - s_l * math.sqrt(math.log(6.0 / delta)))
+    lam_noisy = acc.gaussian("lambda_min(X'X)", lam_min, sensitivity=B2, sigma=s_l, rng=rng,
+                             note="replace-one sensitivity B_x^2 (Weyl)")
+    lam_t = max(0.0, lam_noisy - s_l * math.sqrt(math.log(6.0 / delta)))
     # 2. X'X, sensitivity sqrt(B2^2 + q4)
     sens_xx = math.sqrt(B2**2 + q4)
     s_xx = acc.gaussian_sigma(sens_xx, frac)  # type: ignore[attr-defined]
-    acc.spend_gaussian("X'X", sens_xx, s_xx, note="replace-one sensitivity sqrt(B_x^4 + sum x_j^4)")  # type: ignore[attr-defined]
-    H = upper_to_sym(G[mask] + rng.normal(0.0, s_xx, size=int(mask.sum())), mask)
+    H = upper_to_sym(acc.gaussian("X'X", G[mask], sensitivity=sens_xx, sigma=s_xx, rng=rng,
+                                  note="replace-one sensitivity sqrt(B_x^4 + sum x_j^4)"), mask)
     # 3. X'y, sensitivity 2 B_x B_y; the last share takes exactly what is left
     sens_xy = 2.0 * math.sqrt(B2) * By
     s_xy = acc.gaussian_sigma(sens_xy, acc.remaining / acc.capacity)  # type: ignore[attr-defined]
-    acc.spend_gaussian("X'y", sens_xy, s_xy, note="replace-one sensitivity 2 B_x B_y")  # type: ignore[attr-defined]
-    b = Z.T @ u + rng.normal(0.0, s_xy, size=d)
+    b = acc.gaussian("X'y", Z.T @ u, sensitivity=sens_xy, sigma=s_xy, rng=rng, note="replace-one sensitivity 2 B_x B_y")
     lam = max(0.0, s_xx * math.sqrt(d * math.log(2.0 * d * d / rho_fail)) - lam_t)
     A = H + lam * np.eye(d)
     try:
@@ -163,20 +162,18 @@ def raw_bounds(
         pub += float(np.sum(np.maximum(S.lo[S.bounded] ** 2, S.hi[S.bounded] ** 2)))
     need_y = S.y_bounds is None
     k = int(S.free.size > 0) + int(need_y)
-    eps = em_epsilon(rho / k) if k else 0.0
+    eps = em_epsilon(rho / k, bound="bounded_range") if k else 0.0
     if q is None:
         q = scale_quantile(X.shape[0], eps, sensitivity=1.0, hi=0.95) if k else 0.95
     details: dict[str, Any] = {"bound_quantile": q}
     Bf = 0.0
     if S.free.size:
         norms = np.linalg.norm(Xc[:, S.free], axis=1)
-        Bf = private_norm_bound(norms, q, eps, rng)
-        spend_em(acc, "bound on ||x_free||", eps)
+        Bf = private_norm_bound(norms, q, acc, "bound on ||x_free||", eps, rng)
         f = np.minimum(1.0, Bf / np.maximum(norms, 1e-300))
         Xc[:, S.free] *= f[:, None]
     if need_y:
-        By = private_norm_bound(np.abs(y), q, eps, rng)
-        spend_em(acc, "bound on |y|", eps)
+        By = private_norm_bound(np.abs(y), q, acc, "bound on |y|", eps, rng)
     else:
         a, b = S.y_bounds  # type: ignore[misc]
         By = max(abs(a), abs(b))

@@ -68,8 +68,8 @@ def noisy_gd(
         if t == T - 1:
             rho_step = acc.remaining  # the last step takes exactly what is left
             sigma = 2.0 * C / math.sqrt(2.0 * rho_step)
-        acc.spend_gaussian(f"gradient step {t + 1}", 2.0 * C, sigma, note="replace-one sensitivity 2C")
-        g = g + rng.normal(0.0, sigma, size=d)
+        g = acc.gaussian(f"gradient step {t + 1}", g, sensitivity=2.0 * C, sigma=sigma, rng=rng,
+                         note="replace-one sensitivity 2C")
         theta = theta - eta * g / n
     return theta, {"sigma": sigma}
 

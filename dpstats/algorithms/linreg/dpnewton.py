@@ -58,19 +58,17 @@ import math
 import numpy as np
 from scipy import linalg
 
-from dpstats.privacy.accounting import ZCDPAccountant
+from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon, em_rho
 from dpstats.algorithms import coefficient_of, register
 from dpstats.algorithms.linreg._utils import (
     BASIS_DETAILS,
     Structure,
-    em_epsilon,
     enforce_structure,
     gram_pattern,
     private_basis,
     private_norm_bound,
     release_ssp,
     scale_quantile,
-    spend_em,
     ssp_calibration,
 )
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
@@ -156,8 +154,7 @@ class DPNewton(Algorithm):
         u = np.clip(basis.transform_y(y), -1.0, 1.0)
         D = basis.norm2_bound()
         cal = ssp_calibration(D, D, 1.0, 1.0, p["gram_fraction"] * acc.rho)
-        acc.spend_rho("Z'Z and Z'u (joint Gaussian)", cal.sens2 / 2.0, note="replace-one joint sensitivity, ssp_joint_sens2")
-        H, b = release_ssp(Z, u, gram_pattern(d, S.groups), cal, rng)
+        H, b = release_ssp(Z, u, gram_pattern(d, S.groups), cal, acc, "Z'Z and Z'u (joint Gaussian)", rng)
         lam = p["ridge"] * cal.sigma_xx * math.sqrt(d)
         w, V = linalg.eigh(H)
         w = np.maximum(w, 0.0) + lam
@@ -166,14 +163,14 @@ class DPNewton(Algorithm):
         # 3. whitened rows and the gradient clip
         W = linalg.solve_triangular(L, Z.T, lower=True).T
         wn = np.linalg.norm(W, axis=1)
-        eps_c = em_epsilon(p["clip_fraction"] * acc.rho)
+        eps_c = em_epsilon(p["clip_fraction"] * acc.rho, bound="bounded_range")
         T = int(p["steps"])
-        rho_step = (acc.remaining - eps_c**2 / 8.0) / T
+        rho_step = (acc.remaining - em_rho(eps_c, bound="bounded_range")) / T
         qc = 1.0 - p["clip_kappa"] / math.sqrt(2.0 * n * rho_step)
         qc = max(0.5, min(qc, scale_quantile(n, eps_c, lo=0.5, hi=p["clip_max_level"])))
         r = u - Z @ theta
-        C = private_norm_bound(wn * np.abs(r), qc, eps_c, rng)
-        spend_em(acc, "gradient clip bound", eps_c, note="quantile of ||w_i|| |r_i|, replace-one sensitivity 1")
+        C = private_norm_bound(wn * np.abs(r), qc, acc, "gradient clip bound", eps_c, rng,
+                               note="quantile of ||w_i|| |r_i|, replace-one sensitivity 1")
         # 4. Newton steps
         for t in range(T):
             r = u - Z @ theta
@@ -182,8 +179,8 @@ class DPNewton(Algorithm):
             g = W.T @ (r * f)
             share = acc.remaining / (T - t)
             sigma = 2.0 * C / math.sqrt(2.0 * share)
-            acc.spend_gaussian(f"Newton step {t + 1}", 2.0 * C, sigma, note="clipped gradient sum, replace-one sensitivity 2C")
-            g = g + rng.normal(0.0, sigma, size=d)
+            g = acc.gaussian(f"Newton step {t + 1}", g, sensitivity=2.0 * C, sigma=sigma, rng=rng,
+                             note="clipped gradient sum, replace-one sensitivity 2C")
             theta = theta + p["eta"] * linalg.solve_triangular(L.T, g, lower=False)
         if p["shrink"] and d >= 3:
             # positive-part James-Stein towards 0 in the whitened coordinates L' theta, where the

@@ -34,18 +34,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpstats.privacy.accounting import ZCDPAccountant
+from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
 from dpstats.algorithms import coefficient_of, register
 from dpstats.algorithms.linreg._utils import (
     BASIS_DETAILS,
     SIGNED_GRID,
     block_ols,
     Structure,
-    em_epsilon,
     enforce_structure,
     private_basis,
     private_median_midpoint,
-    spend_em,
 )
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 
@@ -105,9 +103,10 @@ class SubsampleAggregateMedian(Algorithm):
         est = block_estimates(Z, u, m, rng)
         theta = np.empty(d)
         for j in range(d):
-            eps_j = em_epsilon(acc.remaining / (d - j))  # equal shares; the last takes exactly what is left
-            theta[j] = private_median_midpoint(est[:, j], SIGNED_GRID, eps_j, rng)
-            spend_em(acc, f"median of coordinate {j}", eps_j, note="m block values, replace-one sensitivity 1")
+            # equal shares; the last takes exactly what is left
+            eps_j = em_epsilon(acc.remaining / (d - j), bound="bounded_range")
+            theta[j] = private_median_midpoint(est[:, j], SIGNED_GRID, acc, f"median of coordinate {j}", eps_j, rng,
+                                               note="m block values, replace-one sensitivity 1")
         return self.release(basis.coef_to_raw(theta), acc, m=m, **basis.details)
 
 

@@ -62,8 +62,7 @@ def _ssp_release(Z, u, B2, q4, By, acc: ZCDPAccountant, rng, mask=None, ratio=No
         # balance the separate sensitivities: sigma_xy / sigma_xx = 2 B By / (sqrt(2) B^2)
         ratio = math.sqrt(2.0) * By / math.sqrt(B2)
     cal = ssp_calibration(B2, q4, By, ratio, acc.remaining)
-    acc.spend_rho("X'X and X'y (joint Gaussian)", cal.sens2 / 2.0, note="replace-one joint sensitivity, ssp_joint_sens2")
-    H, b = release_ssp(Z, u, mask, cal, rng)
+    H, b = release_ssp(Z, u, mask, cal, acc, "X'X and X'y (joint Gaussian)", rng)
     theta = solve_floor(H, b, cal.sigma_xx)
     return theta, {"sigma_xx": cal.sigma_xx, "sigma_xy": cal.sigma_xy}
 

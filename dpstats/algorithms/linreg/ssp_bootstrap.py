@@ -138,8 +138,7 @@ class SSPBootstrap(Algorithm):
         rho_yy = float(p["yy_fraction"]) * acc.rho
         ratio = math.sqrt(2.0) * By / math.sqrt(B2)
         cal = ssp_calibration(B2, B2**2, By, ratio, acc.remaining - rho_yy)
-        acc.spend_rho("X'X and X'y (joint Gaussian)", cal.sens2 / 2.0, note="replace-one joint sensitivity, ssp_joint_sens2")
-        H, b = release_ssp(Xc, yc, np.triu(np.ones((d, d), dtype=bool)), cal, rng)
+        H, b = release_ssp(Xc, yc, np.triu(np.ones((d, d), dtype=bool)), cal, acc, "X'X and X'y (joint Gaussian)", rng)
         sens_yy = By**2
         s_yy = acc.gaussian_sigma(sens_yy, fraction=acc.remaining / acc.rho)
         acc.spend_gaussian("y'y", sens_yy, s_yy, note="replace-one sensitivity B_y^2 (y^2 in [0, B_y^2])")

@@ -224,7 +224,7 @@ def test_nonzero_quantile_finds_scale_of_sparse_column():
     """A column that is 0 for 95% of rows gets the scale of its non-zero part, not 0."""
     rng = np.random.default_rng(4)
     v = np.where(rng.uniform(size=20000) < 0.95, 0.0, rng.uniform(1, 3, size=20000))
-    s = private_nonzero_quantile(v, 0.5, POSITIVE_GRID, 5.0, rng)
+    s = private_nonzero_quantile(v, 0.5, POSITIVE_GRID, ZCDPAccountant(50.0, 1e-6), "scale", 5.0, rng)
     assert 1.5 <= s <= 2.5
 
 
@@ -372,15 +372,19 @@ def test_dpgd_step_sensitivity_two_c():
         assert np.linalg.norm(gsum(Z, u) - gsum(Z2, u2)) <= 2 * C + 1e-12
 
 
-def test_zcdp_accountant_em_cost_is_bounded_range():
-    """spend_em records eps^2/8 (bounded range), a quarter of the generic eps^2/2."""
-    from dpstats.algorithms.linreg._utils import em_epsilon, spend_em
+def test_grid_em_is_charged_at_its_bounded_range_cost():
+    """A linreg grid mechanism is drawn and charged in one call: eps^2/8 (bounded range), a quarter of eps^2/2."""
+    from dpstats.algorithms.linreg._utils import BR_NOTE, private_norm_bound
+    from dpstats.privacy.accounting import em_epsilon
 
     acc = ZCDPAccountant(1.0, 1e-6)
-    eps = em_epsilon(acc.rho / 2)
-    spend_em(acc, "q", eps)
-    assert acc.spent == pytest.approx(acc.rho / 2)
-    assert eps**2 / 8 == pytest.approx(acc.rho / 2)
+    eps = em_epsilon(acc.rho / 2, bound="bounded_range")
+    assert eps == pytest.approx(math.sqrt(8 * acc.rho / 2), rel=1e-15)
+    private_norm_bound(np.abs(np.random.default_rng(0).normal(size=500)), 0.9, acc, "q", eps, np.random.default_rng(1))
+    assert acc.spent == pytest.approx(acc.rho / 2, rel=1e-12)
+    (e,) = acc.ledger
+    assert (e.mechanism, e.kind, e.sensitivity, e.scale) == ("q", "exponential", 1.0, eps)
+    assert BR_NOTE in e.note
 
 
 def test_signed_grid_is_symmetric_and_fine():
@@ -446,6 +450,7 @@ def test_tukeyem_details_and_reason_carry_no_distance_or_depth():
 def test_exponential_mechanisms_run_at_the_charged_epsilon(name, monkeypatch):
     """Every grid exponential mechanism draws with the epsilon whose eps^2/8 the ledger records."""
     import dpstats.algorithms.linreg._utils as lu
+    import dpstats.privacy.accounting as acc_mod
     import dpstats.privacy.mechanisms as mech
     from dpstats.algorithms import TaskData, get
 
@@ -457,7 +462,7 @@ def test_exponential_mechanisms_run_at_the_charged_epsilon(name, monkeypatch):
         return real(scores, epsilon, sensitivity, rng, log_base=log_base, monotone=monotone)
 
     monkeypatch.setattr(mech, "exponential_mechanism", recording)
-    monkeypatch.setattr(lu, "exponential_mechanism", recording)
+    monkeypatch.setattr(acc_mod, "exponential_mechanism", recording)  # the accountant's charging call
     X, y, facts = _sim(1500, np.random.default_rng(5))
     out = get("linreg", name)().run(TaskData(X, y), facts, 1.0, 1e-6, np.random.default_rng(2))
     charged = sorted(row[1] for row in out.ledger if lu.BR_NOTE in row[3])
