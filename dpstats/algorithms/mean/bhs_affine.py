@@ -292,9 +292,9 @@ class BHSAffine(Algorithm):
         eps_t, delta_t = epsilon / 3.0, delta / 6.0
         sens = 2.0  # replace-one sensitivity of max(s1, s2): see stable_covariance
         T = (k - 3) - sens * math.log(1.0 / (2.0 * delta_t)) / eps_t
-        # not acc.laplace: the PTR test and the Sigma-shaped Gaussian release below are one
-        # (epsilon, delta)-DP mechanism (Brown, Hopkins, Smith 2023), charged once above; their
-        # Laplace and Gaussian parts are not separately (eps_t, 0)- and Gaussian-mechanism-DP
+        # not acc.laplace: this PTR test (eps/3, delta/6 with its threshold) and the Sigma-shaped
+        # Gaussian release below (2eps/3, 5delta/6; not a fixed-sensitivity Gaussian mechanism, so
+        # acc.gaussian cannot charge it) are analysed together and charged as one entry above
         passed = z + rng.laplace(0.0, sens / eps_t) < T
         if not passed:
             # the scores s1, s2 are not private (only the noisy test is): they stay out of the details
