@@ -131,18 +131,18 @@ class Spies:
                                   int(np.argmax(logits + g)) == j))
             return j
 
-        for mod in (mech, mu_mod, acc_mod):  # acc_mod: the accountant's charging call acc.exponential
+        for mod in (mech, acc_mod):  # acc_mod: the accountant's charging call acc.exponential
             monkeypatch.setattr(mod, "exponential_mechanism", em)
 
         real_nmb = mu_mod.noisy_max_bin
 
-        def nmb(bins, n_bins, epsilon, rng):
+        def nmb(acc, mechanism, bins, n_bins, epsilon, rng):
             ids, counts = np.unique(np.asarray(bins, dtype=np.int64), return_counts=True)
             logits = epsilon / 2.0 * counts.astype(float)  # exp(eps c / 2): counts have sensitivity 1
             if n_bins > ids.size:
                 logits = np.append(logits, math.log(n_bins - ids.size))
             k = int(np.argmax(logits + _gumbels_ahead(rng, logits.size)))
-            out = real_nmb(bins, n_bins, epsilon, rng)
+            out = real_nmb(acc, mechanism, bins, n_bins, epsilon, rng)
             ok = (out == ids[k]) if k < ids.size else (out not in set(ids.tolist()))
             self.kv.append((float(epsilon), bool(ok)))
             return out
