@@ -35,7 +35,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-limit", type=float, default=None, metavar="MB", help="per-trial memory (default: 4096)")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add ``dpstats synth`` with its sub-commands ``bench`` and ``run``."""
     p = sub.add_parser("synth", help="DP synthetic data: benchmark synthesizers or synthesize a data set",
                        description=__doc__.split("\n\n")[0])
@@ -68,7 +68,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.set_defaults(func=_run)
 
 
-def _load_data(path: str, schema_file: str | None, label: str | None):
+def _load_data(path: str, schema_file: str | None, label: str | None) -> tuple[Any, Any]:
     from dpstats.synth.schema import Schema, SchemaError, read_table
 
     df = read_table(path)

@@ -177,7 +177,8 @@ class Coding:
         if self.levels is not None:
             lv = np.empty(len(self.levels), dtype=object)
             lv[:] = list(self.levels)
-            return lv[codes]
+            out: np.ndarray = lv[codes]
+            return out
         e = np.asarray(self.edges, dtype=float)
         lo, hi = e[codes], e[codes + 1]
         if self.integer:
@@ -186,8 +187,10 @@ class Coding:
             last = codes == len(e) - 2
             ihi = np.where(last, np.floor(hi), np.ceil(hi) - 1)
             ihi = np.maximum(ihi, ilo)
-            return (ilo + np.floor(rng.random(codes.size) * (ihi - ilo + 1))).astype(np.int64)
-        return lo + rng.random(codes.size) * (hi - lo)
+            ints: np.ndarray = (ilo + np.floor(rng.random(codes.size) * (ihi - ilo + 1))).astype(np.int64)
+            return ints
+        vals: np.ndarray = lo + rng.random(codes.size) * (hi - lo)
+        return vals
 
 
 @dataclass(frozen=True)

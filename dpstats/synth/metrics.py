@@ -198,7 +198,7 @@ def coracc(real: np.ndarray, syn: np.ndarray, sizes: Sequence[int]) -> float:
     return float(np.mean(same))
 
 
-def macro_f1(y_true: Sequence[Any], y_pred: Sequence[Any]) -> float:
+def macro_f1(y_true: Sequence[Any] | np.ndarray, y_pred: Sequence[Any] | np.ndarray) -> float:
     """Macro-averaged F1 over the classes present in ``y_true`` or ``y_pred`` (as scikit-learn)."""
     yt = np.asarray([level_key(v) for v in y_true])
     yp = np.asarray([level_key(v) for v in y_pred])

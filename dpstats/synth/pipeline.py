@@ -26,7 +26,8 @@ def make_discretizer(name: str, **params: Any) -> EqualWidth | PrivTree:
         cls = DISCRETIZERS[name]
     except KeyError:
         raise KeyError(f"unknown discretizer {name!r}; known: {', '.join(DISCRETIZERS)}") from None
-    return cls(**params)  # type: ignore[return-value]
+    out: EqualWidth | PrivTree = cls(**params)
+    return out
 
 
 @dataclass(frozen=True)

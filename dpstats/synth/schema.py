@@ -48,7 +48,7 @@ import tomllib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -219,7 +219,7 @@ class Schema:
     def __contains__(self, name: object) -> bool:
         return name in self._index
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Column]:
         return iter(self.columns)
 
     def __len__(self) -> int:

@@ -1,6 +1,5 @@
 import numpy as np
 import pandas as pd
-import pytest
 
 from dpstats.synth import SYNTHESIZERS
 from dpstats.synth.base import Synthesizer

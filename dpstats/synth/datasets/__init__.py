@@ -96,7 +96,7 @@ def _adult() -> tuple[pd.DataFrame, Schema]:
     cols = []
     for c in ADULT_COLUMNS:
         if c in ADULT_BOUNDS:
-            cols.append(Column(c, "numeric", bounds=ADULT_BOUNDS[c], integer=True))  # type: ignore[arg-type]
+            cols.append(Column(c, "numeric", bounds=ADULT_BOUNDS[c], integer=True))
         else:
             cols.append(Column(c, "categorical", levels=tuple(levels[c])))
     return df, Schema(tuple(cols), "income", True, "adult.names")

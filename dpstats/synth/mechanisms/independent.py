@@ -32,7 +32,8 @@ def noisy_probabilities(counts: np.ndarray) -> np.ndarray:
     total = p.sum()
     if not np.isfinite(total) or total <= 0:
         return np.full(p.size, 1.0 / p.size)
-    return p / total
+    out: np.ndarray = p / total
+    return out
 
 
 class Independent(Synthesizer):
