@@ -39,6 +39,7 @@ import os
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -236,7 +237,11 @@ def _run_all(payload: dict[str, Any], indices: np.ndarray, sides: np.ndarray, wo
                              initargs=(payload,)) as ex:
         futs = [ex.submit(_run_chunk, *p) for p in parts]
         for f in futs:
-            results.append(f.result())
+            try:
+                results.append(f.result())
+            except BrokenProcessPool:
+                raise ValueError(f"algorithm: a worker process died after {done} of {n} releases (the algorithm "
+                                 "crashed the interpreter or ran out of memory)") from None
             done += len(results[-1]["indices"])
             if log is not None and len(results) % max(1, len(parts) // 10) == 0:
                 log(f"  {done}/{n} releases")
