@@ -1,8 +1,8 @@
 """Mutation testing of the privacy calibration: does the test suite catch a wrong noise scale?
 
 The script finds every *calibration site* of the privacy code with :mod:`ast`
-(``dpstats/algorithms/*.py``, ``dpstats/mechanisms.py`` and the conversions of
-``dpstats/privacy.py``), makes one mutant per site, runs the relevant tests on
+(``dpstats/algorithms/**/*.py``, ``dpstats/privacy/mechanisms.py`` and the
+conversions of ``dpstats/privacy/accounting.py``), makes one mutant per site, runs the relevant tests on
 each mutant in an isolated copy of the package and reports which mutants the
 tests kill.
 
@@ -22,7 +22,9 @@ Mutant kinds
     ``private_grid_quantile``, ``noisy_max_bin``, ``sample_depth_region`` ...).
 ``sensitivity``
     The sensitivity passed to ``gaussian_sigma`` / ``acc.gaussian_sigma`` /
-    ``acc.spend_gaussian`` halved.
+    ``acc.spend_gaussian`` and to the charging calls ``acc.gaussian`` /
+    ``acc.laplace`` / ``acc.exponential`` (``sens2`` of ``acc.gaussian_joint``,
+    whose block ``sigmas`` are ``noise_scale`` sites) halved.
 ``eps_share``
     The result of ``acc.pure_epsilon(fraction)`` doubled.
 ``charge``
@@ -30,7 +32,7 @@ Mutant kinds
     ``spend``, ``_charge`` and the package's wrappers around them such as
     ``spend_em``) replaced by the no-op expression ``None``.
 ``conversion``
-    In ``dpstats/privacy.py``: the value returned by ``gaussian_sigma`` and
+    In ``dpstats/privacy/accounting.py``: the value returned by ``gaussian_sigma`` and
     ``laplace_scale`` halved, by ``pure_epsilon``, ``gdp_mu`` and
     ``zcdp_rho`` doubled.
 
@@ -99,18 +101,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SURVIVORS_TOML = Path(__file__).resolve().with_name("mutate_calibration_survivors.toml")
 
-SOURCE_GLOBS = ["dpstats/algorithms/*.py", "dpstats/mechanisms.py", "dpstats/privacy.py"]
+SOURCE_GLOBS = ["dpstats/algorithms/**/*.py", "dpstats/privacy/mechanisms.py", "dpstats/privacy/accounting.py"]
+PRIVACY_FILE = "dpstats/privacy/accounting.py"  # the conversions and the accountants' charging calls
 DEFAULT_TESTS = [
-    "tests/test_calibration_*.py",
-    "tests/test_alg_*.py",
-    "tests/test_details_allowlist.py",
-    "tests/test_secure.py",
-    "tests/test_privacy.py",
+    "tests/algorithms/test_calibration_*.py",
+    "tests/algorithms/*/test_calibration*.py",
+    "tests/algorithms/*/test_algorithms.py",
+    "tests/algorithms/test_details_allowlist.py",
+    "tests/privacy/test_*.py",
 ]
 
 NOISE_METHODS = {"normal", "laplace"}  # Generator methods with a (loc, scale, size) signature
 UNIT_NOISE_METHODS = {"normal", "standard_normal"}  # called without a scale, multiplied by one
 CHARGE_METHODS = {"spend_gaussian", "spend_pure", "spend_rho", "spend", "_charge"}
+#: the accountants' charging calls (draw and charge in one call): their sensitivity argument is halved
+#: (``sigma``/``scale``/``epsilon`` are found from their signatures like any noise or EM helper)
+CHARGING_CALLS = {"gaussian": "sensitivity", "laplace": "sensitivity", "exponential": "sensitivity",
+                  "gaussian_joint": "sens2"}
 ENTRY_POINTS = {"run", "_run", "_setup"}  # algorithm entry points: their epsilon is the whole budget
 CONVERSIONS = {"gaussian_sigma": 0.5, "laplace_scale": 0.5, "pure_epsilon": 2.0, "gdp_mu": 2.0, "zcdp_rho": 2.0}
 TASK_PREFIXES = ("sce", "linreg", "mean")
@@ -282,7 +289,7 @@ class _Finder(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         self.stack.append(node.name)
-        if self.rel.endswith("dpstats/privacy.py") and node.name in CONVERSIONS:
+        if self.rel.endswith(PRIVACY_FILE) and node.name in CONVERSIONS:
             rets = [r for r in ast.walk(node) if isinstance(r, ast.Return) and r.value is not None]
             if rets:
                 last = max(rets, key=lambda r: (r.lineno, r.col_offset))
@@ -319,8 +326,9 @@ class _Finder(ast.NodeVisitor):
         name = _called_name(node)
         f = node.func
         sigs = self.sigs
-        in_privacy = self.rel.endswith("dpstats/privacy.py")
-        if isinstance(f, ast.Attribute) and name in NOISE_METHODS:
+        in_privacy = self.rel.endswith(PRIVACY_FILE)
+        charging = any(kw.arg == "sensitivity" for kw in node.keywords)  # acc.laplace(...), not rng.laplace(...)
+        if isinstance(f, ast.Attribute) and name in NOISE_METHODS and not charging:
             s = _arg(node, 1, "scale")
             if s is not None:
                 self._add(s, "noise_scale", 0.5)
@@ -342,6 +350,15 @@ class _Finder(ast.NodeVisitor):
             s = _arg(node, 1, "sensitivity")
             if s is not None:
                 self._add(s, "sensitivity", 0.5)
+        if name in CHARGING_CALLS and isinstance(f, ast.Attribute) and not in_privacy:
+            s = _arg(node, 99, CHARGING_CALLS[name])  # keyword-only
+            if s is not None:
+                self._add(s, "sensitivity", 0.5)
+            if name == "gaussian_joint":
+                s = _arg(node, 99, "sigmas")
+                if isinstance(s, (ast.List, ast.Tuple)):
+                    for el in s.elts:
+                        self._add(el, "noise_scale", 0.5)
         if name == "pure_epsilon" and isinstance(f, ast.Attribute) and not in_privacy:
             self._add(node, "eps_share", 2.0)
         is_charge = (isinstance(f, ast.Attribute) and name in CHARGE_METHODS) or (
@@ -576,7 +593,7 @@ def _priority(nodeid: str) -> int:
 def _prefix_tests(m: Mutant, base: Baseline) -> list[str]:
     stem = Path(m.file).stem.lstrip("_")
     task = next((t for t in TASK_PREFIXES if stem.startswith(t)), None)
-    if task is None or m.file.endswith(("mechanisms.py", "privacy.py")):
+    if task is None or m.file.endswith(("mechanisms.py", "accounting.py")):
         return list(base.tests)
     return [t for t in base.tests if task in t.split("::")[0] or "alg_" not in t.split("::")[0]]
 
