@@ -86,3 +86,13 @@ def test_paper_workload():
     assert len(paper_workload([f"c{i}" for i in range(5)])) == 10
     with pytest.raises(KeyError):
         paper_workload(["a"], "z")
+
+
+def test_run_without_schema_is_marked_non_standard(tmp_path, small, capsys):
+    from dpstats.privacy.accounting import PrivacyLeakWarning
+
+    data, _ = small
+    with pytest.warns(PrivacyLeakWarning, match="read from the private data"):
+        code, io = _run(["synth", "run", "independent", "--data", str(data), "--label", "b", "--epsilon", "1",
+                         "--out", str(tmp_path / "s.csv")], capsys)
+    assert code == 0 and json.loads(io.out)["schema_standard"] is False
