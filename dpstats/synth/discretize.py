@@ -25,7 +25,10 @@ a row is a removal then an addition, so the tree run with ``epsilon / 2`` is
 ``m`` numeric columns compose; each is charged as pure ``epsilon_j``-DP to the
 accountant (``epsilon_j^2 / 2``-zCDP under zCDP accounting). Stopping at a
 public maximum depth, or not splitting a cell narrower than one unit of an
-integer column, prunes the tree deterministically: post-processing.
+integer column, prunes the tree deterministically: post-processing. An
+integer column's tree covers ``[lo - 1/2, hi + 1/2]`` (public), so that a
+cell of width one holds exactly one integer (a 0/1 column gets the cells
+``{0}`` and ``{1}``).
 """
 
 from __future__ import annotations
@@ -160,6 +163,9 @@ class PrivTree:
                 out[c.name] = np.array([lo, hi])
                 continue
             x = pd.to_numeric(df[c.name]).to_numpy(dtype=float)
+            if c.integer:
+                # integer columns: cells over [lo - 1/2, hi + 1/2], none narrower than one integer
+                lo, hi = math.ceil(lo) - 0.5, math.floor(hi) + 0.5
             out[c.name] = privtree_edges(x, lo, hi, eps_j, rng, theta=self.theta, max_depth=self.max_depth,
                                          min_width=1.0 if c.integer else 0.0)
         return out

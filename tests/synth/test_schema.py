@@ -87,3 +87,20 @@ def test_read_table_errors(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert read_table(q).columns.tolist() == ["a", "b"]
+
+
+def test_schema_from_a_corpus_manifest_synthesizes_its_data():
+    from dpstats.data.corpus import Corpus
+    from dpstats.synth.mechanisms.independent import Independent
+    from dpstats.synth.pipeline import synthesize_frame
+
+    corpus = Corpus.public()
+    spec = corpus.spec("mean_abadie03_401k")
+    schema = Schema.from_bounds(spec.bounds, integer=["e401k"], source=str(spec.manifest))
+    assert schema.names == ("e401k", "p401k") and schema.standard
+    df = corpus.frame(spec.study, spec.dataset)
+    res = synthesize_frame(df, schema, Independent(), 1.0, 1e-9, np.random.default_rng(0))
+    assert res.frame.shape == (len(df), 2) and set(res.frame["e401k"]) <= {0, 1}
+    assert abs(res.frame["e401k"].mean() - df["e401k"].mean()) < 0.05
+    with pytest.raises(SchemaError, match="column 'inc': no public bounds"):
+        Schema.from_bounds(spec.bounds, order=["e401k", "inc"], source=str(spec.manifest))
