@@ -24,7 +24,9 @@ Mutant kinds
     The sensitivity passed to ``gaussian_sigma`` / ``acc.gaussian_sigma`` /
     ``acc.spend_gaussian`` and to the charging calls ``acc.gaussian`` /
     ``acc.laplace`` / ``acc.exponential`` (``sens2`` of ``acc.gaussian_joint``,
-    whose block ``sigmas`` are ``noise_scale`` sites) halved.
+    whose block ``sigmas`` are ``noise_scale`` sites) and to any other
+    function with a ``sensitivity`` and an ``rng`` parameter (sce's Theil-Sen
+    medians, told the score sensitivity ``k``) halved.
 ``eps_share``
     The result of ``acc.pure_epsilon(fraction)`` doubled.
 ``charge``
@@ -175,6 +177,7 @@ class _Signatures:
     def __init__(self, trees: dict[str, ast.Module]):
         self.em: dict[str, str] = {}  # name -> epsilon parameter
         self.noise: dict[str, str] = {}  # name -> sigma/scale parameter
+        self.sens: dict[str, str] = {}  # name -> sensitivity parameter of a mechanism helper (not a charging call)
         self.params: dict[str, list[str]] = {}
         self.wrappers: set[str] = set()  # functions that charge an accountant passed in
         self.ambiguous: set[str] = set()
@@ -192,6 +195,8 @@ class _Signatures:
                     scale = [p for p in ps if p in ("sigma", "scale")]
                     if scale:
                         self._add(self.noise, fn.name, scale[0], ps)
+                    if "sensitivity" in ps and fn.name not in CHARGING_CALLS:
+                        self._add(self.sens, fn.name, "sensitivity", ps)
                 if "acc" in ps and fn.name not in CHARGE_METHODS and _is_charge_wrapper(fn):
                     self.wrappers.add(fn.name)
 
@@ -337,6 +342,11 @@ class _Finder(ast.NodeVisitor):
             s = _arg(node, sigs.params[name].index(p), p)
             if s is not None:
                 self._add(s, "noise_scale", 0.5)
+        if name in sigs.sens and not in_privacy:
+            # a mechanism helper told the score's sensitivity (sce's Theil-Sen median with k matchings)
+            s = _arg(node, sigs.params[name].index("sensitivity"), "sensitivity")
+            if s is not None:
+                self._add(s, "sensitivity", 0.5)
         if name in sigs.em:
             p = sigs.em[name]
             e = _arg(node, sigs.params[name].index(p), p)
