@@ -98,7 +98,7 @@ def coefficient_of(linreg_cls: type[Algorithm], name: str | None = None) -> type
 
 
 #: The modules of the built-in algorithms, one per algorithm or family, imported on first use.
-#: A new algorithm's module is added here (``tests/algorithms/test_registry.py`` checks that
+#: A new algorithm's module is added here (``tests/algorithms/test_contract.py`` checks that
 #: every module of ``sce/``, ``linreg/`` and ``mean/`` is listed).
 BUILTIN_MODULES: tuple[str, ...] = (
     "dpstats.algorithms.linreg.adassp",
