@@ -2,7 +2,8 @@
 
 One parametrised test per clause, over :func:`dpstats.algorithms.list_algorithms`
 (built-in algorithms, the sce wrappers of the linreg ones, entry-point
-plugins and accepted tuned variants alike), on small real instances of each
+plugins and accepted tuned variants alike; when the package ships no tuned
+variant, one built by the loader from a written file stands in), on small real instances of each
 task from the public corpus (a d = 2 one and a larger one, so that the
 one-regressor methods and the block methods both release), at epsilon 1 and
 at a small epsilon where the propose-test-release methods decline:
@@ -24,8 +25,10 @@ No name list is kept by hand: an algorithm added to the registry is tested.
 from __future__ import annotations
 
 import importlib
+import json
 import math
 import pkgutil
+import tempfile
 import warnings
 from functools import cache
 
@@ -34,6 +37,7 @@ import pytest
 
 import dpstats.algorithms as registry
 from dpstats.algorithms import INTERPRETATIONS, TASKS, Decline, Release, get, list_algorithms
+from dpstats.algorithms.tuned import load_tuned
 from dpstats.data.corpus import Corpus
 from dpstats.privacy.accounting import PrivacyLeakWarning, gdp_delta, gdp_mu, zcdp_epsilon, zcdp_rho
 
@@ -48,7 +52,24 @@ DELTA = 1e-6
 SEEDS = (0, 1)
 TOL = 1e-9
 
-ALGORITHMS = list_algorithms()
+REGISTERED = list_algorithms()
+
+
+def _tuned_example() -> list[type]:
+    """A tuned variant built by the loader from a written file, when the package ships none."""
+    if any(getattr(c, "tuned_from", None) for c in REGISTERED):
+        return []
+    spec = {"format": 1, "accepted": True, "task": "mean", "algorithm": "kv_clip", "epsilon": 1.0,
+            "params": {"range_share": 0.25}}
+    with tempfile.TemporaryDirectory() as d:
+        with open(f"{d}/mean_kv_clip_eps1.json", "w", encoding="utf-8") as f:
+            json.dump(spec, f)
+        return load_tuned(d)
+
+
+#: the registry, plus a tuned variant (a roster entry of the same kind) when none is registered
+ALGORITHMS = REGISTERED + _tuned_example()
+_BY_NAME = {(c.task, c.name): c for c in ALGORITHMS}
 
 
 def _id(cls: type) -> str:
@@ -73,7 +94,7 @@ def _run(cls, iid: str, eps: float, seed: int):
 @cache
 def _runs(task: str, name: str):
     """``{(instance, epsilon, seed): (outcome, warnings)}``, seed 0 run twice (key ``seed = -1``: the rerun)."""
-    cls = get(task, name)
+    cls = _BY_NAME[(task, name)]
     out = {}
     for iid in INSTANCES[task]:
         for eps in EPSILONS:
@@ -94,9 +115,12 @@ def _ledger(out) -> tuple[set[str], float]:
 def test_the_registry_is_what_is_tested():
     """Every task is present and every registered class is a distinct, resolvable entry."""
     assert {c.task for c in ALGORITHMS} == set(TASKS) == set(INSTANCES)
-    assert len({(c.task, c.name) for c in ALGORITHMS}) == len(ALGORITHMS) >= 40
-    for cls in ALGORITHMS:
+    assert len(_BY_NAME) == len(ALGORITHMS) >= 40
+    for cls in REGISTERED:
         assert get(cls.task, cls.name) is cls
+    # tuned variants are tested like the others
+    tuned = [c for c in ALGORITHMS if getattr(c, "tuned_from", None)]
+    assert tuned and all(c.name.startswith(c.tuned_from + "_tuned_eps") for c in tuned)
     # the sce wrappers of the linreg algorithms are among them
     assert any(getattr(c, "wraps", None) is not None for c in ALGORITHMS if c.task == "sce")
 
@@ -113,7 +137,7 @@ def test_every_algorithm_module_is_a_builtin_module():
     assert found == set(registry.BUILTIN_MODULES), (
         sorted(found - set(registry.BUILTIN_MODULES)), sorted(set(registry.BUILTIN_MODULES) - found))
     # and each listed module defines at least one registered class
-    modules = {c.__module__ for c in ALGORITHMS}
+    modules = {c.__module__ for c in REGISTERED}
     assert set(registry.BUILTIN_MODULES) <= modules, sorted(set(registry.BUILTIN_MODULES) - modules)
 
 
@@ -121,7 +145,7 @@ def test_the_allow_list_test_covers_the_same_registry():
     """``details`` keys are checked by ``test_details_allowlist.py``, over this same registry and all tasks."""
     from tests.algorithms import test_details_allowlist as allow
 
-    assert [(c.task, c.name) for c in allow.ALGORITHMS] == [(c.task, c.name) for c in ALGORITHMS]
+    assert [(c.task, c.name) for c in allow.ALGORITHMS] == [(c.task, c.name) for c in REGISTERED]
     assert set(allow.INSTANCES) == set(TASKS)
 
 
