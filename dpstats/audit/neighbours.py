@@ -27,6 +27,7 @@ import numpy as np
 
 from dpstats.algorithms.base import TaskData
 from dpstats.data.instance import PublicFacts
+from dpstats.data.manifest import TASKS
 
 __all__ = ["Neighbours", "canary_row", "make_neighbours", "generated", "from_instance", "CANARY_MODES", "DESIGNS"]
 
@@ -194,7 +195,7 @@ def generated(task: str, n: int = 1000, seed: int = 0, mode: str = "at", regress
     """
     if design not in DESIGNS:
         raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
-    if task not in ("sce", "linreg", "mean"):
+    if task not in TASKS:
         raise ValueError(f"task must be one of sce, linreg, mean, got {task!r}")
     n = int(n)
     if n < 10:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dpstats.cli._common import _dump, _table
+from dpstats.data.manifest import TASKS
 
 
 def cmd_algorithms(args: argparse.Namespace) -> int:
@@ -23,7 +24,7 @@ def cmd_algorithms(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """``dpstats algorithms [--task T] [--json]``."""
     pa = sub.add_parser("algorithms", help="list the private algorithms")
-    pa.add_argument("--task", choices=("sce", "linreg", "mean"))
+    pa.add_argument("--task", choices=TASKS)
     pa.add_argument("--json", action="store_true")
     pa.set_defaults(func=cmd_algorithms)
     return pa

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from dpstats.data.manifest import TASKS
+
 __all__ = ["add_parser", "cmd_audit"]
 
 
@@ -22,7 +24,7 @@ def _build_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                     "them on the other, and report epsilon lower bounds (Clopper-Pearson, one-run, zCDP and GDP "
                     "against the algorithm's ledger) and the canary exposure. Exit status 1 on a violation.")
     p.add_argument("algorithm", help="registry name or module:object plugin")
-    p.add_argument("--task", choices=("sce", "linreg", "mean"), help="the task (needed when the name exists for several)")
+    p.add_argument("--task", choices=TASKS, help="the task (needed when the name exists for several)")
     p.add_argument("--epsilon", type=float, default=1.0, help="the claimed epsilon, run with (1)")
     p.add_argument("--delta", type=float, default=1e-6, help="delta (1e-6)")
     p.add_argument("--trials", type=int, default=20000, metavar="N", help="releases in total (20000)")
