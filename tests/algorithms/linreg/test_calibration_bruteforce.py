@@ -551,3 +551,23 @@ def test_newton_step_sensitivity_two_c():
                 W2[0] = np.linalg.solve(L, z_new)
                 r2[0] = u_new - z_new @ theta
                 assert np.linalg.norm(gsum(W2, r2) - base) <= 2 * C * (1 + 1e-12)
+
+
+def test_release_ssp_gram_only_draws_and_charges_its_joint_cost():
+    """``release_ssp`` without ``u`` (X'X alone): noise N(0, sigma_xx^2) with sigma_xx^2 = (B2^2 + q4) / (2 rho), charged rho."""
+    from dpstats.algorithms.linreg._utils import release_ssp
+
+    rng = np.random.default_rng(12)
+    Z = rng.uniform(-1, 1, (40, 3)) / math.sqrt(3)  # ||z||^2 <= 1 = B2, sum z^4 <= 1 = q4
+    mask = gram_pattern(3)
+    acc = ZCDPAccountant(1.0, 1e-6)
+    cal = ssp_calibration(1.0, 1.0, 1.0, None, acc.rho)
+    H, b = release_ssp(Z, None, mask, cal, acc, "X'X", np.random.default_rng(3))
+    sigma = math.sqrt(2.0 / (2.0 * acc.rho))  # independent of ssp_calibration
+    G = Z.T @ Z
+    expect = upper_to_sym(G[mask] + np.random.default_rng(3).normal(0.0, sigma, size=int(mask.sum())), mask)
+    assert b is None
+    assert np.allclose(H, expect, rtol=1e-12, atol=1e-12)
+    (e,) = acc.ledger
+    assert e.kind == "gaussian_joint" and e.scale == pytest.approx((sigma,), rel=1e-12)
+    assert e.cost == pytest.approx(acc.rho, rel=1e-12)
