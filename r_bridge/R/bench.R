@@ -31,7 +31,7 @@ dp_child_env <- function() {
 dp_cli <- function(command, args, call) {
   dp_python()
   python <- reticulate::py_exe()
-  out <- suppressWarnings(system2(python, c("-m", "dpstats.cli", command, shQuote(args)), stdout = TRUE,
+  out <- suppressWarnings(system2(python, c("-m", "dpstats", command, shQuote(args)), stdout = TRUE,
                                   stderr = TRUE, env = dp_child_env()))
   status <- attr(out, "status")
   if (!is.null(status) && status != 0L) {

@@ -24,14 +24,14 @@ dp_levels_arg <- function(levels) {
 }
 
 dp_private <- function(task, data, formula = NULL, coef = NULL, columns = NULL, epsilon, delta, method, seed,
-                       secure = FALSE, bounds, levels = NULL, params, call) {
+                       secure = FALSE, bounds, levels = NULL, params, call, inference = FALSE) {
   if (missing(epsilon) || is.null(epsilon)) {
     stop(dp_condition("epsilon is required: the privacy budget, a positive number such as 1 (there is no default)",
                       c("dpstats_ValueError", "dpstats_error", "error"), call = call))
   }
   glue <- dp_glue()
   kwargs <- c(list(epsilon = as.numeric(epsilon), delta = as.numeric(delta), method = method,
-                   seed = if (is.null(seed)) NULL else as.numeric(seed), secure = secure,
+                   seed = if (is.null(seed)) NULL else as.numeric(seed), secure = secure, inference = inference,
                    bounds = dp_bounds_arg(bounds), levels = dp_levels_arg(levels)),
               params)
   if (task == "mean") {
@@ -54,10 +54,13 @@ dp_result <- function(v) {
   terms <- as.character(unlist(v$terms))
   est <- if (isTRUE(v$declined) || is.null(v$estimate)) rep(NA_real_, length(terms)) else as.numeric(unlist(v$estimate))
   names(est) <- terms
+  se <- if (is.null(v$std_error)) NULL else stats::setNames(as.numeric(unlist(v$std_error)), terms)
+  bias <- if (is.null(v$bias_bound)) NULL else as.numeric(unlist(v$bias_bound))
   bounds <- lapply(v$bounds, function(b) as.numeric(unlist(b)))
   structure(
     list(
-      task = v$task, estimate = est, terms = terms, epsilon = v$epsilon, delta = v$delta, method = v$method,
+      task = v$task, estimate = est, std_error = se, df = if (is.null(v$df)) NA_real_ else as.numeric(v$df),
+      bias_bound = bias, terms = terms, epsilon = v$epsilon, delta = v$delta, method = v$method,
       interpretation_class = v$interpretation_class, declined = isTRUE(v$declined),
       reason = if (is.null(v$reason)) NA_character_ else v$reason, n = as.integer(v$n), d = as.integer(v$d),
       model = v$model, coefficient = if (is.null(v$coefficient)) NA_character_ else v$coefficient,
@@ -116,6 +119,13 @@ dp_result <- function(v) {
 #' @param secure \code{TRUE} draws the Gaussian and Laplace noise with
 #'   OpenDP's samplers instead of floating-point ones (see the privacy page
 #'   of the dpstats docs).
+#' @param inference \code{TRUE} also releases a private standard error and
+#'   confidence interval (\code{confint}, and \code{std.error},
+#'   \code{conf.low}, \code{conf.high} in \code{dp_tidy}) within the same
+#'   budget, for the population parameter (sampling error and privacy
+#'   noise). With \code{method = NULL} the method is \code{ssp_bootstrap}
+#'   for coefficients (classical sampling error) and \code{kv_interval} for
+#'   means; see the inference page of the dpstats docs for the budget splits.
 #' @param ... Hyperparameters of the method.
 #' @return An object of class \code{dp_result}, with \code{print},
 #'   \code{summary}, \code{coef}, \code{as.data.frame} and
@@ -142,13 +152,14 @@ dp_result <- function(v) {
 #' @seealso \code{\link{dp_ols}}, \code{\link{dp_mean}}
 #' @export
 dp_coef <- function(formula, data, coef, epsilon, delta = 1e-6, method = NULL, seed = NULL, bounds = NULL,
-                    levels = NULL, secure = FALSE, ...) {
+                    levels = NULL, secure = FALSE, inference = FALSE, ...) {
   if (missing(coef) || !is.character(coef) || length(coef) != 1L) {
     stop(dp_condition("coef must be the name of one design column, e.g. \"educ\"",
                       c("dpstats_ValueError", "dpstats_error", "error"), call = sys.call()))
   }
   dp_private("sce", data, formula = formula, coef = coef, epsilon = epsilon, delta = delta, method = method,
-             seed = seed, secure = secure, bounds = bounds, levels = levels, params = list(...), call = sys.call())
+             seed = seed, secure = secure, bounds = bounds, levels = levels, params = list(...), call = sys.call(),
+             inference = dp_logical_arg(inference, "inference"))
 }
 
 #' Differentially private OLS coefficients
@@ -166,9 +177,10 @@ dp_coef <- function(formula, data, coef, epsilon, delta = 1e-6, method = NULL, s
 #' }
 #' @export
 dp_ols <- function(formula, data, epsilon, delta = 1e-6, method = NULL, seed = NULL, bounds = NULL,
-                   levels = NULL, secure = FALSE, ...) {
+                   levels = NULL, secure = FALSE, inference = FALSE, ...) {
   dp_private("linreg", data, formula = formula, epsilon = epsilon, delta = delta, method = method,
-             seed = seed, secure = secure, bounds = bounds, levels = levels, params = list(...), call = sys.call())
+             seed = seed, secure = secure, bounds = bounds, levels = levels, params = list(...), call = sys.call(),
+             inference = dp_logical_arg(inference, "inference"))
 }
 
 #' Differentially private means
@@ -191,13 +203,22 @@ dp_ols <- function(formula, data, epsilon, delta = 1e-6, method = NULL, seed = N
 #' }
 #' @export
 dp_mean <- function(data, columns, epsilon, delta = 1e-6, method = NULL, seed = NULL, bounds = NULL,
-                    levels = NULL, secure = FALSE, ...) {
+                    levels = NULL, secure = FALSE, inference = FALSE, ...) {
   if (missing(columns) || !is.character(columns) || !length(columns)) {
     stop(dp_condition("columns must name at least one column of data",
                       c("dpstats_ValueError", "dpstats_error", "error"), call = sys.call()))
   }
   dp_private("mean", data, columns = columns, epsilon = epsilon, delta = delta, method = method, seed = seed,
-             secure = secure, bounds = bounds, levels = levels, params = list(...), call = sys.call())
+             secure = secure, bounds = bounds, levels = levels, params = list(...), call = sys.call(),
+             inference = dp_logical_arg(inference, "inference"))
+}
+
+dp_logical_arg <- function(x, arg) {
+  if (!is.logical(x) || length(x) != 1L || is.na(x)) {
+    stop(dp_condition(paste0(arg, " must be TRUE or FALSE"), c("dpstats_TypeError", "dpstats_error", "error"),
+                      call = sys.call(-1)))
+  }
+  x
 }
 
 .dp_titles <- c(sce = "Differentially private regression coefficient",
@@ -219,8 +240,11 @@ dp_mean <- function(data, columns, epsilon, delta = 1e-6, method = NULL, seed = 
 #' @return \code{print} and the \code{print} of a summary return \code{x}
 #'   invisibly; \code{summary} a \code{summary.dp_result}; \code{coef} a
 #'   named numeric vector; \code{as.data.frame} and \code{dp_tidy} a
-#'   data.frame with columns \code{term}, \code{estimate}, \code{epsilon},
-#'   \code{delta}, \code{method}, \code{interpretation};
+#'   data.frame with columns \code{term}, \code{estimate}, \code{std.error},
+#'   \code{conf.low}, \code{conf.high} (broom's names; \code{NA} without
+#'   \code{inference = TRUE}), \code{epsilon}, \code{delta}, \code{method},
+#'   \code{interpretation}; \code{confint} a matrix with one row per term
+#'   and the interval's ends (an error without \code{inference = TRUE});
 #'   \code{dp_interpretation} a character string of class \code{dp_text}.
 #' @name dp_result-methods
 #' @examples
@@ -268,10 +292,44 @@ coef.dp_result <- function(object, ...) object$estimate
 
 #' @rdname dp_result-methods
 #' @export
-as.data.frame.dp_result <- function(x, row.names = NULL, optional = FALSE, ...) {
+as.data.frame.dp_result <- function(x, row.names = NULL, optional = FALSE, ..., level = 0.95) {
   k <- length(x$terms)
-  data.frame(term = x$terms, estimate = unname(x$estimate), epsilon = rep(x$epsilon, k), delta = rep(x$delta, k),
-             method = rep(x$method, k), interpretation = rep(x$interpretation_class, k), stringsAsFactors = FALSE)
+  ci <- if (is.null(x$std_error) || x$declined) matrix(NA_real_, k, 2L) else confint.dp_result(x, level = level)
+  se <- if (is.null(x$std_error) || x$declined) rep(NA_real_, k) else unname(x$std_error)
+  out <- data.frame(term = x$terms, estimate = unname(x$estimate), std.error = se, conf.low = unname(ci[, 1]),
+                    conf.high = unname(ci[, 2]), epsilon = rep(x$epsilon, k), delta = rep(x$delta, k),
+                    method = rep(x$method, k), interpretation = rep(x$interpretation_class, k),
+                    stringsAsFactors = FALSE, check.names = FALSE)
+  out
+}
+
+#' @rdname dp_result-methods
+#' @param parm Terms to keep (names or indices); all by default.
+#' @param level Confidence level, in (0, 1).
+#' @export
+confint.dp_result <- function(object, parm, level = 0.95, ...) {
+  if (!is.numeric(level) || length(level) != 1L || is.na(level) || level <= 0 || level >= 1) {
+    stop(dp_condition(paste0("level must lie in (0, 1), got ", format(level)),
+                      c("dpstats_ValueError", "dpstats_error", "error"), call = sys.call()))
+  }
+  if (object$declined) {
+    stop(dp_condition(paste0("confint: the method declined to release (", object$reason, ")"),
+                      c("dpstats_ValueError", "dpstats_error", "error"), call = sys.call()))
+  }
+  if (is.null(object$std_error)) {
+    stop(dp_condition(paste0("confint: method '", object$method, "' was run without an interval; pass ",
+                             "inference = TRUE"), c("dpstats_ValueError", "dpstats_error", "error"),
+                      call = sys.call()))
+  }
+  p <- 0.5 + level / 2
+  q <- if (is.na(object$df)) stats::qnorm(p) else stats::qt(p, object$df)
+  half <- q * unname(object$std_error) + (if (is.null(object$bias_bound)) 0 else object$bias_bound)
+  est <- unname(object$estimate)
+  ci <- cbind(est - half, est + half)
+  pct <- paste(format(100 * c(1 - p, p), trim = TRUE, scientific = FALSE, digits = 3), "%")
+  dimnames(ci) <- list(object$terms, pct)
+  if (!missing(parm)) ci <- ci[parm, , drop = FALSE]
+  ci
 }
 
 #' @rdname dp_result-methods
@@ -280,7 +338,7 @@ dp_tidy <- function(x, ...) UseMethod("dp_tidy")
 
 #' @rdname dp_result-methods
 #' @export
-dp_tidy.dp_result <- function(x, ...) as.data.frame.dp_result(x)
+dp_tidy.dp_result <- function(x, level = 0.95, ...) as.data.frame.dp_result(x, level = level)
 
 #' @rdname dp_result-methods
 #' @export

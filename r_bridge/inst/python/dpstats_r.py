@@ -122,9 +122,13 @@ def _plain(x: Any) -> Any:
 def result_to_r(res: Any) -> dict:
     """A :class:`dpstats.api.PrivateResult` as plain data (the texts computed here)."""
     est = None if res.declined else [float(v) for v in np.atleast_1d(np.asarray(res.estimate, dtype=float))]
+    vec = (lambda a: None if a is None else [float(v) for v in np.atleast_1d(np.asarray(a, dtype=float))])
     return {
         "task": res.task,
         "estimate": est,
+        "std_error": vec(res.std_error) if res.has_interval else None,
+        "df": None if res.df is None else float(res.df),
+        "bias_bound": vec(res.bias_bound) if res.has_interval else None,
         "terms": list(res.terms),
         "epsilon": float(res.epsilon),
         "delta": float(res.delta),
@@ -166,8 +170,9 @@ def private(task: str, columns: dict, names: Any, nrow: int, kwargs: dict) -> di
         # an R vector of one level arrives as a scalar
         kwargs["levels"] = {str(k): ([v] if isinstance(v, (str, int, float, bool)) else list(v))
                             for k, v in levels.items()}
-    if "secure" in kwargs and isinstance(kwargs["secure"], (list, tuple)) and len(kwargs["secure"]) == 1:
-        kwargs["secure"] = kwargs["secure"][0]
+    for flag in ("secure", "inference"):
+        if flag in kwargs and isinstance(kwargs[flag], (list, tuple)) and len(kwargs[flag]) == 1:
+            kwargs[flag] = kwargs[flag][0]
     bounds = kwargs.get("bounds")
     if bounds is not None:
         kwargs["bounds"] = {str(k): list(np.atleast_1d(np.asarray(v, dtype=float))) for k, v in bounds.items()}

@@ -39,7 +39,8 @@ test_that("result methods: print, summary, tidy, interpretation", {
   expect_output(print(summary(res)), "lwage ~ educ + exper + I(exper ** 2)", fixed = TRUE)
   expect_output(print(summary(res)), "educ in [0, 20]", fixed = TRUE)
   td <- dp_tidy(res)
-  expect_identical(names(td), c("term", "estimate", "epsilon", "delta", "method", "interpretation"))
+  expect_identical(names(td), c("term", "estimate", "std.error", "conf.low", "conf.high", "epsilon", "delta", "method",
+                    "interpretation"))
   expect_identical(td$term, "educ")
   expect_identical(td$estimate, unname(coef(res)))
   expect_identical(td$delta, 1e-7)
@@ -204,4 +205,39 @@ test_that("declared levels fix the dummy columns whatever the data hold", {
   sh <- dp_mean(df, c("educ", "kids"), epsilon = 1, bounds = list(educ = c(0, 20)),
                 levels = list(kids = c("none", "young", "teen")))
   expect_identical(names(coef(sh)), c("educ", "kids[none]", "kids[young]", "kids[teen]"))
+})
+
+test_that("inference = TRUE gives a standard error, confint and broom's columns, as in Python", {
+  mroz <- mroz_data()
+  res <- seeded(dp_mean(mroz, c("educ", "age"), epsilon = 1, seed = 4, inference = TRUE))
+  expect_identical(res$method, "kv_interval")
+  ci <- confint(res)
+  expect_identical(dim(ci), c(2L, 2L))
+  expect_identical(rownames(ci), c("educ", "age"))
+  expect_true(all(ci[, 1] < coef(res) & coef(res) < ci[, 2]))
+  dp <- reticulate::import("dpstats", convert = TRUE)
+  py <- py_seeded(dp$private_mean(reticulate::r_to_py(mroz), list("educ", "age"), epsilon = 1, seed = 4L,
+                                  inference = TRUE))
+  pyci <- py$conf_int(level = 0.9)
+  expect_equal(unname(confint(res, level = 0.9)[, 1]), as.numeric(unlist(pyci[["conf.low"]]$tolist())),
+               tolerance = 1e-12)
+  td <- dp_tidy(res)
+  expect_true(all(c("std.error", "conf.low", "conf.high") %in% names(td)))
+  expect_equal(td$conf.low, unname(ci[, 1]))
+  expect_true(all(td$std.error > 0))
+  expect_output(print(summary(res)), "population mean", fixed = TRUE)
+  expect_identical(rownames(confint(res, "age")), "age")
+})
+
+test_that("confint: a bad level or a release without an interval is an error naming the argument", {
+  mroz <- mroz_data()
+  res <- seeded(dp_mean(mroz, "educ", epsilon = 1, seed = 1, inference = TRUE, bounds = list(educ = c(0, 20))))
+  expect_error(confint(res, level = 1), "level must lie in (0, 1)", fixed = TRUE)
+  expect_error(confint(res, level = 0), "level", class = "dpstats_error")
+  plain <- seeded(dp_mean(mroz, "educ", epsilon = 1, seed = 1, bounds = list(educ = c(0, 20))))
+  expect_error(confint(plain), "inference = TRUE", fixed = TRUE)
+  expect_true(all(is.na(dp_tidy(plain)$std.error)))
+  expect_error(dp_mean(mroz, "educ", epsilon = 1, inference = "yes"), "inference must be TRUE or FALSE")
+  expect_error(seeded(dp_mean(mroz, "educ", epsilon = 1, seed = 1, method = "adaptive_whiten", inference = TRUE)),
+               "inference: method 'adaptive_whiten' gives no", fixed = TRUE)
 })
