@@ -19,6 +19,13 @@ privacy noise and the *classical* (homoskedastic, independent rows)
 sampling error: not heteroskedasticity-robust or clustered sampling error,
 and not the bias from clipping rows to the bounds.
 
+Two additions keep the interval honest when the release is poor (both
+post-processing): along eigen-directions of the released ``X'X`` at the noise
+level the eigenvalue floor shrinks the estimate by an amount the bootstrap
+cannot see, so a bias allowance is added (:func:`floor_bias`); and when even
+the top eigenvalue is below ``noise_guard`` noise norms the release is noise
+and every standard error is infinite.
+
 Budget split (zCDP ``rho``): ``bounds_fraction`` (0.1, only when some column
 or ``y`` has no public range) for private bounds, ``yy_fraction`` (0.05)
 for ``y'y`` (replace-one sensitivity ``B_y^2``), the rest for the joint
@@ -36,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from dpstats.algorithms import register
-from dpstats.algorithms.base import Algorithm, Param, Release, TaskData
+from dpstats.algorithms.base import Algorithm, Decline, Param, PublicFacts, Release, TaskData
 from dpstats.algorithms.linreg._utils import Structure, release_ssp, solve_floor, ssp_calibration, upper_to_sym
 from dpstats.algorithms.linreg.adassp import RAW_BOUNDS_DETAILS, raw_bounds
 from dpstats.privacy.accounting import ZCDPAccountant
@@ -157,7 +164,8 @@ class SSPBootstrap(Algorithm):
         "residual_variance": "paid statistic: from `X'X and X'y (joint Gaussian)` and `y'y`",
     }
 
-    def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Release | Decline:
         X, y = data.X, data.y
         n, d = X.shape
         p = self.params
@@ -165,6 +173,7 @@ class SSPBootstrap(Algorithm):
         S = Structure.from_facts(facts, d)
         need = S.free.size > 0 or S.y_bounds is None
         rho_b = float(p["bounds_fraction"]) * acc.rho if need else 0.0
+        assert y is not None
         Xc, yc, B2, By, det = raw_bounds(X, y, S, acc, rho_b, p["bound_quantile"], rng)
         rho_yy = float(p["yy_fraction"]) * acc.rho
         ratio = math.sqrt(2.0) * By / math.sqrt(B2)
@@ -199,10 +208,16 @@ class SSPBootstrapCoef(Algorithm):
     public_details = dict(SSPBootstrap.public_details)
     wraps = SSPBootstrap
 
-    def _run(self, data: TaskData, facts: Any, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Release | Decline:
         out = SSPBootstrap(**self.params)._run(data, facts, epsilon, delta, rng)
         if not isinstance(out, Release):
             return out
         j = facts.coef_index
-        pick = (lambda a: None if a is None else np.array([np.asarray(a, dtype=float).reshape(-1)[j]]))
-        return replace(out, estimate=pick(out.estimate), std_error=pick(out.std_error), bias_bound=pick(out.bias_bound))
+
+        def pick(a: Any) -> np.ndarray:
+            return np.array([np.asarray(a, dtype=float).reshape(-1)[j]])
+
+        return replace(out, estimate=pick(out.estimate),
+                       std_error=None if out.std_error is None else pick(out.std_error),
+                       bias_bound=None if out.bias_bound is None else pick(out.bias_bound))

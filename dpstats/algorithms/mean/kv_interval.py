@@ -34,7 +34,7 @@ from dataclasses import replace
 import numpy as np
 
 from dpstats.algorithms import register
-from dpstats.algorithms.base import Algorithm, Param, TaskData
+from dpstats.algorithms.base import Algorithm, Decline, Param, PublicFacts, Release, TaskData
 from dpstats.algorithms.mean._utils import DEFAULT_RANGE, exponential_epsilon_for, prior_box
 from dpstats.algorithms.mean.adaptive import private_column_ranges
 from dpstats.privacy.accounting import ZCDPAccountant
@@ -99,7 +99,8 @@ class KVInterval(Algorithm):
         "sigma_mean": "paid statistic: noise scale of `clipped mean` (public fact n and budget, times the range)",
     }
 
-    def _run(self, data: TaskData, facts, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Release | Decline:
         X = data.X
         n, d = X.shape
         p = self.params
