@@ -189,7 +189,7 @@ class Algorithm(ABC):
         (the output of a mechanism in the ledger, or post-processing of such
         outputs and public facts), naming in backquotes the ledger entries
         (or the start of their names) that paid for it. A key not listed must
-        not appear; ``tests/test_details_allowlist.py`` checks every
+        not appear; ``tests/algorithms/test_details_allowlist.py`` checks every
         registered algorithm.
     """
 
