@@ -53,6 +53,10 @@ __all__ = [
 #: name -> "module:Class", in listing order.
 SYNTHESIZERS: dict[str, str] = {
     "independent": "dpstats.synth.mechanisms.independent:Independent",
+    "mst": "dpstats.synth.mechanisms.mst:MST",
+    "aim": "dpstats.synth.mechanisms.aim:AIM",
+    "mwem_pgm": "dpstats.synth.mechanisms.mwem_pgm:MWEMPGM",
+    "privbayes": "dpstats.synth.mechanisms.privbayes:PrivBayes",
 }
 
 
