@@ -28,7 +28,7 @@ def small(tmp_path):
 def test_bench_on_a_file_never_seen(tmp_path, small, capsys):
     data, schema = small
     out = tmp_path / "out"
-    code, io = _run(["synth", "bench", "--data", str(data), "--schema", str(schema), "--epsilon", "1", "10",
+    code, io = _run(["synth", "bench", "--data", str(data), "--schema", str(schema), "--mechanism", "independent", "--epsilon", "1", "10",
                      "--trials", "2", "--out", str(out), "--no-progress"], capsys)
     assert code == 0, io.err
     res = pd.read_csv(out / "results.csv")
