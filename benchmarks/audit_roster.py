@@ -39,7 +39,7 @@ OVERRIDES: dict[tuple[str, str], dict] = {
     ("sce", "tukeyem"): {"n": 4000, "trials": 4000},
     ("linreg", "tukeyem"): {"n": 4000, "trials": 4000},
     ("mean", "bhs_affine"): {"skip": "declines unless n >= about 150 000 on this data; at n = 300 000 a release takes "
-                                      "2-3 s and a worker died (memory) in an attempted audit"},
+                                      "2-3 s and a worker process died in an attempted audit"},
 }
 
 ESTIMATORS = ("clopper_pearson", "one_run", "zcdp", "gdp")
