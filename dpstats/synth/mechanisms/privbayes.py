@@ -72,8 +72,8 @@ class PrivBayes(Synthesizer):
     summary = "private Bayesian network (exponential mechanism on mutual information), Laplace-noised conditionals"
     defaults = {
         "degree": Param(2, "maximum number of parents k; DataSynthesizer's default (Ping, Stoyanovich, Howe 2017)"),
-        "beta": Param(0.3, "Zhang et al. (2017), Sec. 6: share of epsilon for learning the network"),
-        "theta": Param(4.0, "Zhang et al. (2017), Sec. 4.4: theta-usefulness threshold"),
+        "beta": Param(0.3, "Zhang et al. (2017): share of epsilon for learning the network in their experiments"),
+        "theta": Param(4.0, "Zhang et al. (2017): the theta-usefulness threshold they recommend"),
     }
     accountant = PureAccountant
 
@@ -86,7 +86,7 @@ class PrivBayes(Synthesizer):
         beta = float(self.params["beta"]) if d > 1 else 0.0
         eps1, eps2 = beta * eps, eps - beta * eps
         k, theta = int(self.params["degree"]), float(self.params["theta"])
-        # theta-usefulness (Sec. 4.4): average cell mass / Laplace scale of a distribution >= theta
+        # theta-usefulness: average cell mass / Laplace scale of a distribution >= theta
         max_cells = n * eps2 / (2.0 * d * theta)
         # 1. GreedyBayes
         first = names[int(rng.integers(0, d))]
