@@ -30,8 +30,8 @@ def load_mbi() -> Any:
     """Import ``mbi`` with JAX in float64 (lazily: listing synthesizers never imports JAX)."""
     import jax
 
-    jax.config.update("jax_enable_x64", True)
-    jax.config.update("jax_enable_compilation_cache", False)
+    jax.config.update("jax_enable_x64", True)  # type: ignore[no-untyped-call]
+    jax.config.update("jax_enable_compilation_cache", False)  # type: ignore[no-untyped-call]
     import mbi
 
     return mbi
@@ -93,7 +93,8 @@ def simplex_projection(y: np.ndarray, total: float) -> np.ndarray:
     css = np.cumsum(u) - total
     ks = np.arange(1, y.size + 1)
     r = int(np.nonzero(u - css / ks > 0)[0][-1])
-    return np.maximum(y - css[r] / (r + 1.0), 0.0)
+    out: np.ndarray = np.maximum(y - css[r] / (r + 1.0), 0.0)
+    return out
 
 
 _FAST: Any = None

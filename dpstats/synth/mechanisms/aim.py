@@ -95,7 +95,7 @@ class AIM(Synthesizer):
                                                sigma=sigma, rng=rng, note="1-way marginal, L2 sensitivity sqrt(2)"))
             measurements.append(((name,), y, sigma))
         model = _pgm.estimate(dom, measurements, n, self.params["iters"])
-        cliques = [(nm,) for nm in names]
+        cliques: list[tuple[str, ...]] = [(nm,) for nm in names]
         selected, anneals = [], 0
         while True:
             rem = accountant.remaining
