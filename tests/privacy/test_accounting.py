@@ -154,3 +154,12 @@ def test_private_quantiles_concentrate() -> None:
     # same seed, same release
     assert private_quantile(x, 0.5, -100, 100, 1.0, np.random.default_rng(3)) == private_quantile(
         x, 0.5, -100, 100, 1.0, np.random.default_rng(3))
+
+
+def test_spend_gaussian_and_spend_pure_charge_their_formulas() -> None:
+    acc = ZCDPAccountant(10.0, 1e-6)
+    acc.spend_gaussian("g", sensitivity=2.0, sigma=8.0)
+    acc.spend_pure("p", epsilon=0.3)
+    assert [(s.mechanism, s.cost) for s in acc.ledger] == [("g", pytest.approx(2.0**2 / (2 * 8.0**2))),
+                                                          ("p", pytest.approx(0.3**2 / 2))]
+    assert acc.spent == pytest.approx(0.03125 + 0.045)
