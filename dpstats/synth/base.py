@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from dpstats.privacy.accounting import Accountant, PrivacyLeakWarning, Spend, ZCDPAccountant, validate_budget
+from dpstats.algorithms.base import Param
 
 __all__ = [
     "FAMILIES",
@@ -75,17 +76,6 @@ INTERPRETATIONS: dict[str, str] = {
     "data-hyperparameters": "hyperparameters chosen on the same data without privacy (not DP)",
     "reference-code": "follows a reference implementation whose accounting overspends (not the stated DP)",
 }
-
-
-@dataclass(frozen=True)
-class Param:
-    """A default hyperparameter and where it comes from (paper, reference code, ...)."""
-
-    value: Any
-    source: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "source": self.source}
 
 
 @dataclass(frozen=True)
