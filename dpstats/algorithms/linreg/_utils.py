@@ -51,6 +51,7 @@ from dpstats.privacy.accounting import Accountant, ZCDPAccountant, em_epsilon
 from dpstats.privacy.mechanisms import grid_quantile_scores, log_grid
 
 __all__ = [
+    "standardised_problem",
     "BR_NOTE",
     "BASIS_DETAILS",
     "Structure",
@@ -742,3 +743,37 @@ def block_ols(X: np.ndarray, y: np.ndarray, blocks: np.ndarray, rtol: float = 1e
         if not keep.all():
             unident[i] = np.linalg.norm(V[:, ~keep], axis=1) > 1e-6
     return coef, unident
+
+
+def standardised_problem(
+    X: np.ndarray,
+    y: np.ndarray,
+    facts: Any,
+    acc: ZCDPAccountant,
+    rng: np.random.Generator,
+    range_fraction: float,
+    k_sd: float,
+) -> tuple[Structure, Basis, np.ndarray, np.ndarray]:
+    """The privately standardised problem shared by ``adassp_std``, ``ssp_std`` and ``dpgd_std``.
+
+    Public structure from the facts, rows forced onto it, a private basis that
+    spends ``range_fraction`` of rho when some range is not public (nothing
+    otherwise), and the rows and outcome clipped into it.
+
+    Returns
+    -------
+    S : Structure
+    basis : Basis
+    Z : ndarray
+        The design in the basis, clipped.
+    u : ndarray
+        The outcome in the basis, clipped to ``[-1, 1]``.
+    """
+    S = Structure.from_facts(facts, X.shape[1])
+    Xe = enforce_structure(X, S)
+    need = S.free.size > 0 or S.y_bounds is None
+    rho_r = range_fraction * acc.rho if need else 0.0
+    basis = private_basis(Xe, y, S, acc, rho_r, rng, k_sd=k_sd)
+    Z = basis.clip(basis.transform(Xe))
+    u = np.clip(basis.transform_y(y), -1.0, 1.0)
+    return S, basis, Z, u

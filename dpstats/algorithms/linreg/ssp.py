@@ -32,11 +32,10 @@ import numpy as np
 from dpstats.privacy.accounting import ZCDPAccountant
 from dpstats.algorithms import coefficient_of, register
 from dpstats.algorithms.linreg._utils import (
+    standardised_problem,
     BASIS_DETAILS,
     Structure,
-    enforce_structure,
     gram_pattern,
-    private_basis,
     release_ssp,
     solve_floor,
     ssp_calibration,
@@ -119,13 +118,7 @@ class SSPStd(Algorithm):
     def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
         X, y = data.X, data.y
         acc = ZCDPAccountant(epsilon, delta)
-        S = Structure.from_facts(facts, X.shape[1])
-        Xe = enforce_structure(X, S)
-        need = S.free.size > 0 or S.y_bounds is None
-        rho_r = self.params["range_fraction"] * acc.rho if need else 0.0
-        basis = private_basis(Xe, y, S, acc, rho_r, rng, k_sd=self.params["k_sd"])
-        Z = basis.clip(basis.transform(Xe))
-        u = np.clip(basis.transform_y(y), -1.0, 1.0)
+        S, basis, Z, u = standardised_problem(X, y, facts, acc, rng, self.params["range_fraction"], self.params["k_sd"])
         D = basis.norm2_bound()
         theta, det = _ssp_release(Z, u, D, D, 1.0, acc, rng, mask=gram_pattern(Z.shape[1], S.groups))
         return self.release(basis.coef_to_raw(theta), acc, **basis.details, **det)
