@@ -57,6 +57,7 @@ SYNTHESIZERS: dict[str, str] = {
     "aim": "dpstats.synth.mechanisms.aim:AIM",
     "mwem_pgm": "dpstats.synth.mechanisms.mwem_pgm:MWEMPGM",
     "privbayes": "dpstats.synth.mechanisms.privbayes:PrivBayes",
+    "ron_gauss": "dpstats.synth.mechanisms.ron_gauss:RONGauss",
 }
 
 
