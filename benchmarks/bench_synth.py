@@ -27,7 +27,7 @@ CHILD = r"""
 import json, resource, sys, time
 import numpy as np
 from dpstats.synth import get_synthesizer
-from dpstats.synth.bench import DEFAULT_DELTA
+from dpstats.bench.synth.benchmark import DEFAULT_DELTA
 from dpstats.synth.datasets import load_dataset
 from dpstats.synth.pipeline import synthesize_frame
 name, dataset, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -21,13 +21,14 @@ WHAT = {
     "cli": "the dpstats command: one module per command (COMMANDS)",
     "api": "private_coef, private_ols, private_mean",
     "audit": "privacy audits",
-    "synth": "synthetic data",
-    "bench": "trial, runner, store, evaluation, metrics, tuning, report",
+    "bench": "trial, runner, store, evaluation, metrics, tuning, report, synth/",
     "algorithms": "registry (BUILTIN_MODULES), base contract, sce/ linreg/ mean/, tuned",
+    "synth": "synthesizers: schema, discretisers, pipeline, mechanisms (SYNTHESIZERS)",
     "ols": "covariance, non-private baselines, verify, R engine",
     "data": "manifest, sources, corpus, instance, facts (PublicFacts, TaskData)",
     "privacy": "accounting (budgets, accountants), mechanisms, randomness",
-    "errors": "the exceptions everyone may raise",
+    "errors": "the exceptions",
+    "params": "Param (a default and its source)",
 }
 
 #: the benchmark's data flow: (step, module)

@@ -2,7 +2,7 @@
 # Static checks, run by scripts/test.sh before the tests (so by CI, .ci/run) and by the
 # pre-commit hooks (.pre-commit-config.yaml):
 #   lint-imports  the layer contracts of pyproject.toml [tool.importlinter]
-#                 (cli > api | audit > bench > algorithms > ols > data > privacy > errors)
+#                 (cli > api | audit > bench > algorithms > synth > ols > data > privacy > errors | params)
 #   ruff check    pyproject.toml [tool.ruff]
 #   mypy          pyproject.toml [tool.mypy]: strict on dpstats/privacy/, the algorithm base and the public facts
 # Uses the tools of .venv (the `lint` extra, part of `dev`); needs no network.

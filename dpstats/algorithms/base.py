@@ -35,6 +35,7 @@ import numpy as np
 
 from dpstats.data.facts import PublicFacts, TaskData
 from dpstats.data.manifest import TASKS
+from dpstats.params import Param
 from dpstats.privacy.accounting import Accountant, PrivacyLeakWarning, validate_budget
 
 __all__ = [
@@ -57,17 +58,6 @@ INTERPRETATIONS: dict[str, str] = {
     "data-hyperparameters": "hyperparameters chosen on the same data without privacy (not DP)",
     "reference-code": "follows a reference implementation whose accounting overspends (not the stated DP)",
 }
-
-
-@dataclass(frozen=True)
-class Param:
-    """A default hyperparameter and where it comes from."""
-
-    value: Any
-    source: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "source": self.source}
 
 
 @dataclass(frozen=True)

@@ -116,9 +116,9 @@ def _check_out_dir(out: Path) -> None:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from dpstats.synth.bench import DEFAULT_DELTA, DEFAULT_EPSILONS, run_benchmark, summarize
+    from dpstats.bench.synth.benchmark import DEFAULT_DELTA, DEFAULT_EPSILONS, run_benchmark, summarize
     from dpstats.synth.datasets import DATASETS, load_dataset
-    from dpstats.synth.figures import correlation_heatmaps, marginal_bars
+    from dpstats.bench.synth.figures import correlation_heatmaps, marginal_bars
     from dpstats.privacy.accounting import validate_budget
 
     out = Path(args.out)
@@ -190,7 +190,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from dpstats.privacy.accounting import validate_budget
-    from dpstats.synth.bench import DEFAULT_DELTA, SynthTrial, run_supervised
+    from dpstats.bench.synth.benchmark import DEFAULT_DELTA, SynthTrial, run_supervised
 
     out = Path(args.out)
     if not out.parent.exists():

@@ -46,8 +46,8 @@ from typing import Any, ClassVar, Iterator, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from dpstats.params import Param
 from dpstats.privacy.accounting import Accountant, PrivacyLeakWarning, Spend, ZCDPAccountant, validate_budget
-from dpstats.algorithms.base import Param
 
 __all__ = [
     "FAMILIES",

@@ -18,7 +18,7 @@ from dpstats.privacy.accounting import zcdp_rho
 from dpstats.synth import get_synthesizer
 from dpstats.synth.discretize import EqualWidth, encode
 from dpstats.synth.mechanisms.privbayes import mi_sensitivity, mutual_information
-from dpstats.synth.metrics import two_way_score
+from dpstats.bench.synth.metrics import two_way_score
 from tests.noise_spy import RecordingGenerator
 
 EPS, DELTA, SEED = 10.0, 1e-6, 7

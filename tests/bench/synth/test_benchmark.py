@@ -3,7 +3,7 @@ import pandas as pd
 
 from dpstats.synth import SYNTHESIZERS
 from dpstats.synth.base import Synthesizer
-from dpstats.synth.bench import SynthTrial, run_supervised, summarize
+from dpstats.bench.synth.benchmark import SynthTrial, run_supervised, summarize
 from dpstats.synth.mechanisms.independent import Independent
 
 

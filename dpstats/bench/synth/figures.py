@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from dpstats.synth.metrics import MetricBins, cramers_v_matrix, metric_bins
+from dpstats.bench.synth.metrics import MetricBins, cramers_v_matrix, metric_bins
 from dpstats.synth.schema import Schema
 
 __all__ = ["marginal_bars", "correlation_heatmaps"]

@@ -5,7 +5,7 @@ synthesizes the data set under the protocol's limits (60 s wall clock, 4 GB
 of memory growth: :data:`dpstats.bench.trial.DEFAULT_TIME_LIMIT`,
 :data:`~dpstats.bench.trial.DEFAULT_MEMORY_MB`); a trial that exceeds them
 is recorded as ``timeout`` or ``memory``, never given more. The parent then
-scores the synthetic table with :func:`dpstats.synth.metrics.evaluate`.
+scores the synthetic table with :func:`dpstats.bench.synth.metrics.evaluate`.
 
 Summaries follow the paper's Fig. 1: a mechanism is *optimal* for a (data
 set, epsilon, metric) when its mean over trials is the best; its *optimal
@@ -30,7 +30,7 @@ import pandas as pd
 
 from dpstats.bench.trial import AS_FACTOR, DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT
 from dpstats.synth import get_synthesizer
-from dpstats.synth.metrics import METRICS, evaluate, metric_bins
+from dpstats.bench.synth.metrics import METRICS, evaluate, metric_bins
 from dpstats.synth.pipeline import make_discretizer, synthesize_frame
 from dpstats.synth.schema import Schema
 

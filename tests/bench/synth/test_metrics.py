@@ -4,7 +4,7 @@ import pytest
 
 from dpstats.synth.discretize import EqualWidth, encode
 from dpstats.synth.mechanisms.independent import Independent
-from dpstats.synth.metrics import (coracc, correlation_level, cramers_v, evaluate, macro_f1, metric_bins,
+from dpstats.bench.synth.metrics import (coracc, correlation_level, cramers_v, evaluate, macro_f1, metric_bins,
                                    one_way_score, two_way_score)
 
 
