@@ -33,12 +33,14 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Callable, Literal, NamedTuple, Sequence, TypeVar
 
 import numpy as np
 from scipy import optimize, special
 
 from dpstats.privacy.mechanisms import exponential_mechanism
+
+T = TypeVar("T")
 
 __all__ = [
     "PrivacyLeakWarning",
@@ -259,21 +261,21 @@ def em_epsilon(rho: float, *, bound: EMBound) -> float:
     raise ValueError(f"bound must be 'bounded_range' or 'pure', got {bound!r}")
 
 
-@dataclass(frozen=True)
-class Spend:
-    """One entry of an accountant's ledger.
+class Spend(NamedTuple):
+    """One entry of an accountant's ledger (a named tuple, so releases carry it as it is).
 
     Attributes
     ----------
     mechanism, cost, unit, note
         What was charged, its cost in the accountant's unit, and a comment.
-        These four are what releases serialise (``Release.ledger``).
     kind : str
-        ``"gaussian"``, ``"gaussian_joint"``, ``"laplace"`` or ``"exponential"``
-        for an entry written by a charging call (:meth:`Accountant.gaussian`,
-        :meth:`Accountant.gaussian_joint`, :meth:`Accountant.laplace`,
-        :meth:`Accountant.exponential`), which also drew the noise; ``""`` for a
-        direct charge (``spend_*``).
+        ``"gaussian"``, ``"gaussian_joint"``, ``"laplace"``, ``"exponential"``
+        or ``"measurement"`` for an entry written by a charging call
+        (:meth:`Accountant.gaussian`, :meth:`Accountant.gaussian_joint`,
+        :meth:`Accountant.laplace`, :meth:`Accountant.exponential`,
+        :meth:`Accountant.measurement`), which also drew the noise; ``""`` for a
+        direct charge (``spend_*``: budget arithmetic in tests and docs, never
+        an algorithm's noise).
     sensitivity : float or None
         The sensitivity charged for (L2 for Gaussian, L1 for Laplace, of the
         score for the exponential mechanism; for ``"gaussian_joint"`` the L2
@@ -597,6 +599,80 @@ class Accountant:
         self._em_charge(mechanism, float(epsilon), bound, note, float(sensitivity))
         return exponential_mechanism(scores, epsilon, sensitivity, rng, log_base=log_base, monotone=monotone)
 
+    def measurement(
+        self,
+        mechanism: str,
+        release: Callable[[np.random.Generator], T],
+        *,
+        epsilon: float,
+        rng: np.random.Generator,
+        delta: float = 0.0,
+        sensitivity: float | None = None,
+        scale: float | None = None,
+        note: str = "",
+    ) -> T:
+        """Run a whole ``(epsilon, delta)``-DP mechanism that is proved as one unit, and charge it.
+
+        For mechanisms whose privacy argument is not the sum of fixed-scale
+        Gaussian, Laplace or exponential draws: a PrivTree (Laplace draws with
+        a biased count, epsilon-DP as a whole), a propose-test-release whose
+        test and release are analysed together (BHS), an exponential mechanism
+        over data-dependent regions made private by a preceding test (TukeyEM).
+        ``release(rng)`` is the mechanism: it must draw all of its randomness
+        from the generator it is given, and it is called only after the charge
+        is recorded, so a mechanism that exceeds the budget raises
+        :class:`BudgetExceeded` without drawing. Like the other charging calls
+        this is the one place where such a mechanism's noise meets its cost
+        (and where a secure sampler or an audit plugs in).
+
+        Parameters
+        ----------
+        mechanism : str
+            Name of the ledger entry.
+        release : callable
+            ``release(rng) -> output``: the mechanism on the exact data.
+        epsilon, delta : float
+            The mechanism's privacy guarantee (``epsilon > 0``, ``delta >= 0``),
+            which the docs page of the algorithm proves.
+        rng : Generator
+            The release's generator, handed to ``release``.
+        sensitivity, scale : float, optional
+            Recorded in the ledger for readers and audits (for example the
+            count sensitivity and Laplace scale of a PrivTree); not used for
+            the charge.
+        note : str
+
+        Returns
+        -------
+        The output of ``release(rng)``.
+
+        Raises
+        ------
+        ValueError
+            For an epsilon that is not finite and > 0 or a negative delta.
+        TypeError
+            For an accountant that cannot compose such a mechanism (zCDP and
+            GDP take pure ``delta = 0`` mechanisms only, as ``epsilon^2 / 2``
+            in zCDP; GDP none).
+        """
+        if not (epsilon > 0 and math.isfinite(epsilon)):
+            raise ValueError(f"epsilon must be finite and > 0, got {epsilon!r}")
+        if not (delta >= 0 and math.isfinite(delta)):
+            raise ValueError(f"delta must be finite and >= 0, got {delta!r}")
+        if sensitivity is not None:
+            _check_sensitivity(sensitivity)
+        self._measurement_charge(
+            mechanism, float(epsilon), float(delta), note,
+            None if sensitivity is None else float(sensitivity), None if scale is None else float(scale),
+        )
+        return release(rng)
+
+    def _measurement_charge(
+        self, mechanism: str, epsilon: float, delta: float, note: str,
+        sensitivity: float | None, scale: float | None,
+    ) -> None:
+        raise TypeError(f"{type(self).__name__} cannot account for an (epsilon, delta) mechanism")
+
     def exhausted(self) -> bool:
         """True when the whole budget has been spent (to relative tolerance 1e-9)."""
         return abs(self.spent - self.capacity) <= _TOL * max(self.capacity, 1e-300)
@@ -686,6 +762,16 @@ class ZCDPAccountant(Accountant):
             raise ValueError("a zCDP accountant needs bound='bounded_range' or bound='pure' for an exponential mechanism")
         self._charge(mechanism, em_rho(epsilon, bound=bound), note, kind="exponential", sensitivity=sensitivity, scale=epsilon)
 
+    def _measurement_charge(
+        self, mechanism: str, epsilon: float, delta: float, note: str,
+        sensitivity: float | None, scale: float | None,
+    ) -> None:
+        if delta != 0.0:
+            raise TypeError("a zCDP accountant composes pure (delta = 0) mechanisms only: "
+                            f"{mechanism} claims delta = {delta:g}")
+        # an epsilon-DP mechanism is (epsilon^2 / 2)-zCDP (Bun and Steinke 2016, Prop. 1.4)
+        self._charge(mechanism, epsilon**2 / 2.0, note, kind="measurement", sensitivity=sensitivity, scale=scale)
+
     def achieved(self) -> tuple[float, float]:
         return (zcdp_epsilon(self.spent, self.delta) if self.spent > 0 else 0.0, self.delta)
 
@@ -769,6 +855,15 @@ class PureAccountant(Accountant):
         self, mechanism: str, epsilon: float, bound: EMBound | None, note: str, sensitivity: float
     ) -> None:
         self._charge(mechanism, epsilon, note, kind="exponential", sensitivity=sensitivity, scale=epsilon)
+
+    def _measurement_charge(
+        self, mechanism: str, epsilon: float, delta: float, note: str,
+        sensitivity: float | None, scale: float | None,
+    ) -> None:
+        if self.delta_spent + delta > self.delta * (1 + _TOL) + 1e-300:
+            raise BudgetExceeded(f"{mechanism}: delta {delta:g} exceeds the remaining delta")
+        self._charge(mechanism, epsilon, note, kind="measurement", sensitivity=sensitivity, scale=scale)
+        self.delta_spent += delta
 
     def achieved(self) -> tuple[float, float]:
         return (self.spent, self.delta_spent)

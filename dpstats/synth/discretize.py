@@ -45,7 +45,7 @@ from dpstats.synth.base import Coding, DiscreteData, Domain
 from dpstats.synth.schema import Column, Schema, SchemaError, level_key
 
 __all__ = ["EqualWidth", "PrivTree", "DISCRETIZERS", "encode", "codings_for", "one_hot", "from_one_hot",
-           "privtree_edges"]
+           "privtree_edges", "privtree_scale"]
 
 
 def _equal_width(col: Column, bins: int) -> np.ndarray:
@@ -69,6 +69,17 @@ class EqualWidth:
     def edges(self, df: pd.DataFrame, schema: Schema, accountant: Accountant | None,
               rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {c.name: _equal_width(c, self.bins) for c in schema if not c.categorical}
+
+
+def privtree_scale(epsilon: float, beta: int = 2) -> float:
+    """Laplace scale of PrivTree's noisy counts for a replace-one ``epsilon``-DP tree.
+
+    ``lambda = (2 beta - 1) / ((beta - 1) eps_ar)`` with the add/remove epsilon
+    ``eps_ar = epsilon / 2`` (a replaced row is one removal and one addition;
+    Zhang, Xiao and Xie 2016, with fan-out ``beta``).
+    """
+    eps_ar = epsilon / 2.0
+    return (2 * beta - 1) / ((beta - 1) * eps_ar)
 
 
 def privtree_edges(x: np.ndarray, lo: float, hi: float, epsilon: float, rng: np.random.Generator, *,
@@ -97,8 +108,7 @@ def privtree_edges(x: np.ndarray, lo: float, hi: float, epsilon: float, rng: np.
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise ValueError(f"epsilon must be positive, got {epsilon!r}")
     beta = 2
-    eps_ar = epsilon / 2.0                      # add/remove epsilon of the tree
-    lam = (2 * beta - 1) / ((beta - 1) * eps_ar)
+    lam = privtree_scale(epsilon, beta)
     dlt = lam * math.log(beta)
     x = np.sort(np.asarray(x, dtype=float))
     leaves: list[tuple[float, float]] = []
@@ -155,19 +165,23 @@ class PrivTree:
         for c in numeric:
             assert c.bounds is not None
             lo, hi = c.bounds
-            if isinstance(accountant, ZCDPAccountant):
-                accountant.spend_pure(f"privtree:{c.name}", eps_j, note="PrivTree cells, replace-one")
-            else:
-                accountant.spend(f"privtree:{c.name}", eps_j, note="PrivTree cells, replace-one")  # type: ignore[attr-defined]
             if hi == lo:
-                out[c.name] = np.array([lo, hi])
-                continue
-            x = pd.to_numeric(df[c.name]).to_numpy(dtype=float)
-            if c.integer:
-                # integer columns: cells over [lo - 1/2, hi + 1/2], none narrower than one integer
-                lo, hi = math.ceil(lo) - 0.5, math.floor(hi) + 0.5
-            out[c.name] = privtree_edges(x, lo, hi, eps_j, rng, theta=self.theta, max_depth=self.max_depth,
-                                         min_width=1.0 if c.integer else 0.0)
+                tree = (lambda _r, lo=lo, hi=hi: np.array([lo, hi]))  # one cell: nothing to draw (still charged)
+            else:
+                x = pd.to_numeric(df[c.name]).to_numpy(dtype=float)
+                if c.integer:
+                    # integer columns: cells over [lo - 1/2, hi + 1/2], none narrower than one integer
+                    lo, hi = math.ceil(lo) - 0.5, math.floor(hi) + 0.5
+
+                def tree(r: np.random.Generator, x=x, lo=lo, hi=hi, integer=c.integer) -> np.ndarray:
+                    return privtree_edges(x, lo, hi, eps_j, r, theta=self.theta, max_depth=self.max_depth,
+                                          min_width=1.0 if integer else 0.0)
+            # the whole tree is eps_j-DP (Zhang, Xiao, Xie 2016; replace-one: twice the add/remove
+            # epsilon used inside privtree_edges); its Laplace draws happen inside this call
+            out[c.name] = accountant.measurement(
+                f"privtree:{c.name}", tree, epsilon=eps_j, rng=rng, sensitivity=1.0,
+                scale=privtree_scale(eps_j), note="PrivTree cells, replace-one",
+            )
         return out
 
 

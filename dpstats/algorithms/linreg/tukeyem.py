@@ -225,8 +225,9 @@ def _tukey(X, y, m, epsilon, delta, rng, reference: bool):
     if reference:
         # the reference code draws Laplace noise of *scale* eps_1 and claims eps_1: reproducing that
         # mismatch is the point of this entry, and a charging call would record the true cost instead
-        noisy = k_hat + rng.laplace(scale=eps1)
-        acc.spend(ptr, eps1, 0.0, note=ptr_note)
+        # (a measurement that records the reference code's claim, eps_1, beside the scale it draws)
+        noisy = acc.measurement(ptr, lambda r: k_hat + r.laplace(scale=eps1), epsilon=eps1, rng=rng,
+                                sensitivity=1.0, scale=eps1, note=ptr_note + "; scale eps_1 as in the reference code")
     else:
         noisy = acc.laplace(ptr, k_hat, sensitivity=1.0, epsilon=eps1, rng=rng, note=ptr_note)
     threshold = math.log(1.0 / (2.0 * delta)) / eps1
@@ -234,9 +235,12 @@ def _tukey(X, y, m, epsilon, delta, rng, reference: bool):
     if not (noisy >= threshold):
         return None, f"propose-test-release failed (noisy distance bound below the threshold {threshold:.1f})", acc, details
     # not the accountant's exponential mechanism: the base measure (region volumes) depends on the data,
-    # so the mechanism is (eps_2, delta)-DP only given the test above; charged as such right here
-    point, _ = sample_depth_region(proj, t, eps2, rng, halve=not reference)
-    acc.spend("restricted Tukey-depth exponential mechanism", eps2, delta)
+    # so the mechanism is (eps_2, delta)-DP only given the test above: a measurement of its own
+    point, _ = acc.measurement(
+        "restricted Tukey-depth exponential mechanism",
+        lambda r: sample_depth_region(proj, t, eps2, r, halve=not reference), epsilon=eps2, delta=delta, rng=rng,
+        sensitivity=1.0, note="Tukey depth, sensitivity 1; exponent eps_2 / 2" if not reference else "exponent eps_2 (reference code)",
+    )
     return point, "", acc, details
 
 

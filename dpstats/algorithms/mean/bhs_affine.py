@@ -280,8 +280,6 @@ class BHSAffine(Algorithm):
         # the leverage interpolation needs m = floor(n/2) >= 10 k lambda_0 (see stable_covariance)
         if n < need or n // 2 < 10 * k * lambda0:
             return self.decline(f"n = {n} < 20 k lambda_0 = {need:.0f} (k = {k}, lambda_0 = {lambda0:.3g})", acc, k=k, lambda0=lambda0)
-        # the whole mechanism (test + noisy release, or decline) is (epsilon, delta)-DP
-        acc.spend("bhs23 (PTR eps/3, delta/6; Gaussian 2eps/3, 5delta/6)", epsilon, delta)
         n_R = 6 * k + int(math.ceil(18.0 * math.log(16.0 * n / delta)))
         R = rng.choice(n, size=min(n_R, n), replace=False)
         m = n // 2
@@ -292,14 +290,22 @@ class BHSAffine(Algorithm):
         eps_t, delta_t = epsilon / 3.0, delta / 6.0
         sens = 2.0  # replace-one sensitivity of max(s1, s2): see stable_covariance
         T = (k - 3) - sens * math.log(1.0 / (2.0 * delta_t)) / eps_t
-        # not acc.laplace: this PTR test (eps/3, delta/6 with its threshold) and the Sigma-shaped
-        # Gaussian release below (2eps/3, 5delta/6; not a fixed-sensitivity Gaussian mechanism, so
-        # acc.gaussian cannot charge it) are analysed together and charged as one entry above
-        passed = z + rng.laplace(0.0, sens / eps_t) < T
-        if not passed:
+        c2 = 810.0 * lambda0 * math.log(12.0 / delta) / (epsilon**2 * n**2)
+
+        def ptr_release(r: np.random.Generator) -> np.ndarray | None:
+            # the PTR test (eps/3, delta/6, Laplace(sens / eps_t) on the score) and the Sigma-shaped
+            # Gaussian release (2eps/3, 5delta/6) are analysed together: one (epsilon, delta)-DP
+            # mechanism whose output is the noisy mean or "declined" (see docs/algorithms/mean/bhs_affine.md)
+            if not (z + r.laplace(0.0, sens / eps_t) < T):
+                return None
+            lam_, V = np.linalg.eigh((Sigma + Sigma.T) / 2.0)
+            return mu + V @ (np.sqrt(np.maximum(lam_, 0.0) * c2) * r.standard_normal(d))
+
+        out = acc.measurement(
+            "bhs23 (PTR eps/3, delta/6; Gaussian 2eps/3, 5delta/6)", ptr_release, epsilon=epsilon, delta=delta,
+            rng=rng, sensitivity=sens, scale=sens / eps_t, note="score sensitivity 2, Laplace scale of the test",
+        )
+        if out is None:
             # the scores s1, s2 are not private (only the noisy test is): they stay out of the details
             return self.decline("propose-test-release failed (data not stable enough)", acc, k=k, lambda0=lambda0, ptr_threshold=T)
-        c2 = 810.0 * lambda0 * math.log(12.0 / delta) / (epsilon**2 * n**2)
-        lam_, V = np.linalg.eigh((Sigma + Sigma.T) / 2.0)
-        noise = V @ (np.sqrt(np.maximum(lam_, 0.0) * c2) * rng.standard_normal(d))
-        return self.release(mu + noise, acc, k=k, lambda0=lambda0, ptr_threshold=T)
+        return self.release(out, acc, k=k, lambda0=lambda0, ptr_threshold=T)
