@@ -27,7 +27,7 @@ Accounting is zCDP (exponential mechanisms ``eps^2/8``; Gaussian
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -113,6 +113,29 @@ class Partialled:
     sigma_gram: float
     p: int
     n_private: int
+    G: np.ndarray | None = None
+    ia: tuple[int, ...] = ()
+    floor_ev: float = 0.0
+    free: tuple[int, ...] = ()
+
+    def standardisation_visible_failure(self, n: int, lo: float = 0.02, hi: float = 25.0) -> bool:
+        """Whether the released Gram shows a failed private scale (post-processing).
+
+        A column standardised with a sensible scale has mean square of order 1
+        in the Gram; below ``lo`` (the scale was far too large: the column is
+        lost in the noise) or above ``hi`` (far too small: most values hit the
+        clip, and projections from the clipped Gram do not apply to the
+        unclipped residuals) the score is biased by an unknown amount. The
+        thresholds allow three noise standard deviations of the diagonal.
+        """
+        if self.G is None:
+            return False
+        for c in self.free:
+            m = self.G[c + 1, c + 1] / n
+            slack = 3.0 * self.sigma_gram / n
+            if m < lo + slack or m > hi - slack:
+                return True
+        return False
 
     def scales_plausible(self, C_u: float, lo: float, hi: float) -> bool:
         """Whether the standardisation worked: row bound per column and the ``u`` clip of unit order."""
@@ -219,7 +242,8 @@ def partial_out(
     return Partialled(
         u=u, w=w, theta0=float(theta0), unit=float(scale[iy_c] / scale[ix_c]), B_u=B_u, B_w=B_w,
         public_x=bool(public[ix_c]), public_y=bool(public[iy_c]), Dx=float(Dx_f), row_bound=float(B),
-        sigma_gram=float(sig_G), p=p, n_private=n_private,
+        sigma_gram=float(sig_G), p=p, n_private=n_private, G=G, ia=tuple(ia), floor_ev=float(floor_ev),
+        free=tuple(int(c) for c in np.flatnonzero(free)),
     )
 
 
@@ -273,14 +297,22 @@ def fwl_score_release(
     plaus_lo: float,
     plaus_hi: float,
     gram_full_d: float,
+    se_share: float = 0.0,
+    min_reliability: float = 0.5,
 ) -> tuple[float, dict]:
     """Run both stages, spending the accountant's whole budget.
+
+    With ``se_share > 0`` that share of the stage-2 budget releases
+    ``Q = sum clip(u)^2 clip(v)^2`` (Gaussian, sensitivity ``C_u^2 C_v^2``)
+    for a sandwich standard error (see :func:`score_std_error`); with 0 the
+    release is the point estimate alone, bit-identical to earlier versions.
 
     Returns
     -------
     estimate : float
         In the units of the data.
     details : dict
+        With ``se_share > 0`` also ``std_error`` and ``bias_bound``.
     """
     n = X.shape[0]
     rho = acc.rho
@@ -310,15 +342,17 @@ def fwl_score_release(
                                           mechanism="grid quantile |v|", note=f"q={q_uv:.4g}")
             C_v = min(c_v * qv, B_v)
     rho_2 = acc.remaining
-    rho_T = t_share * rho_2
-    rho_S = rho_2 - rho_T
+    rho_Q = se_share * rho_2
+    rho_T = t_share * (rho_2 - rho_Q)
+    rho_S = rho_2 - rho_Q - rho_T
     sig_S = 2.0 * C_u * C_v / math.sqrt(2.0 * rho_S)
     sig_T = C_u**2 / math.sqrt(2.0 * rho_T)
     uc = np.clip(u, -C_u, C_u)
     S = acc.gaussian("Gaussian sum of clip(u) clip(v)", float(np.sum(uc * np.clip(v, -C_v, C_v))),
                      sensitivity=2.0 * C_u * C_v, sigma=sig_S, rng=rng)
-    T = acc.gaussian("Gaussian sum of clip(u)^2", float(np.sum(uc * uc)), sensitivity=C_u**2, sigma=sig_T, rng=rng)
-    T = max(T, 0.25 * P.Dx, sig_T)
+    T_raw = acc.gaussian("Gaussian sum of clip(u)^2", float(np.sum(uc * uc)), sensitivity=C_u**2, sigma=sig_T,
+                         rng=rng)
+    T = max(T_raw, 0.25 * P.Dx, sig_T)
     unit = P.unit
     est = (theta0 + S / T) * unit
     # positive-part shrinkage towards 0 by the estimate's own privacy-noise z-score (post-processing):
@@ -333,11 +367,98 @@ def fwl_score_release(
     scales_ok = P.scales_plausible(C_u, plaus_lo, plaus_hi)
     if not scales_ok:
         est = 0.0
-    return float(est), {
+    extra: dict = {}
+    if rho_Q > 0:
+        sig_Q = (C_u * C_v) ** 2 / math.sqrt(2.0 * rho_Q)
+        vc = np.clip(v, -C_v, C_v)
+        Q = acc.gaussian("Gaussian sum of clip(u)^2 clip(v)^2", float(np.sum((uc * vc) ** 2)),
+                         sensitivity=(C_u * C_v) ** 2, sigma=sig_Q, rng=rng,
+                         note="each term in [0, C_u^2 C_v^2]: replace-one sensitivity C_u^2 C_v^2")
+        Tr = max(T_raw, sig_T)
+        theta_r = theta0 + S / Tr
+        nuis, dil = nuisance_spread(P, theta_r, Tr, rng)
+        noise_r = math.sqrt(sig_S**2 + (S / Tr) ** 2 * sig_T**2) / Tr * abs(unit)
+        se = score_std_error(Q, sig_Q, T_raw, T_raw, sig_T, math.hypot(noise_r, nuis * abs(unit)), unit)
+        # regression dilution: sum u^2 holds the nuisance error dgamma' Z'Z dgamma besides the partialled
+        # x, which attenuates S / T by R = (T - dilution) / T; the interval spans the attenuated and the
+        # corrected estimate, and is infinite when R cannot be told from 0
+        reliab = (T_raw - dil) / Tr
+        if not (reliab >= min_reliability) or T_raw - dil <= 3.0 * sig_T:
+            se = math.inf
+            reliab = 1.0
+        se = se / reliab
+        raw_lo, raw_hi = theta_r * unit, theta_r * unit / reliab
+        if not scales_ok or P.standardisation_visible_failure(n):
+            se = math.inf
+        extra = {"std_error": se, "bias_bound": max(abs(raw_lo - est), abs(raw_hi - est)), "sigma_Q": sig_Q,
+                 "reliability": reliab}
+    return float(est), {**extra,
         "theta0": float(theta0 * unit), "unshrunk": float(raw), "scales_ok": bool(scales_ok),
         "noise_sd": float(noise_sd), "row_bound": P.row_bound, "sigma_gram": P.sigma_gram, "C_u": C_u, "C_v": C_v,
         "B_u": B_u, "B_v": B_v, "sigma_S": sig_S, "sigma_T": sig_T, "private_columns": P.n_private,
     }
+
+
+def nuisance_spread(P: Partialled, theta: float, T: float, rng: np.random.Generator,
+                    n_sim: int = 200) -> tuple[float, float]:
+    """Root-mean-square error of the score estimate caused by the noisy nuisance (post-processing).
+
+    The Frisch-Waugh score is Neyman-orthogonal, so imperfect projections
+    ``gamma``, ``delta`` move the estimate by the *product*
+    ``dgamma' Z'Z (ddelta - theta dgamma) / sum u^2``; small when the Gram
+    noise is small, but not when it rivals the signal. This term is not in
+    the sandwich. It is simulated from the released Gram ``G`` and the public
+    noise scale ``sigma_gram``: fresh symmetric noise of the same scale is
+    added to ``G``, the projections are recomputed, and the product term is
+    evaluated with ``G``'s control block in place of ``Z'Z``. Only released
+    values and public facts enter: no budget.
+
+    Returns
+    -------
+    rms : float
+        Root mean square of the product term (standardised units).
+    dilution : float
+        A high (mean plus two standard deviations) simulated value of
+        ``dgamma' Z'Z dgamma``: the part of ``sum u^2`` that is nuisance
+        error rather than the partialled ``x`` (regression dilution).
+    """
+    if P.G is None or not P.ia:
+        return 0.0, 0.0
+    G, ia, p1 = P.G, list(P.ia), P.G.shape[0]
+    gx, gy = p1 - 2, p1 - 1
+    g0, d0 = _nuisance(G, ia, gx, gy, P.floor_ev)
+    A = G[np.ix_(ia, ia)]
+    iu = np.triu_indices(p1)
+    out = np.empty(n_sim)
+    dil = np.empty(n_sim)
+    for r in range(n_sim):
+        E = np.zeros((p1, p1))
+        E[iu] = rng.standard_normal(iu[0].size) * P.sigma_gram
+        E = E + np.triu(E, 1).T
+        E[0, 0] = 0.0
+        g1, d1 = _nuisance(G + E, ia, gx, gy, P.floor_ev)
+        dg, dd = g1 - g0, d1 - d0
+        out[r] = float(dg @ A @ (dd - theta * dg)) / T
+        dil[r] = float(dg @ A @ dg)
+    return float(np.sqrt(np.mean(out**2))), float(np.mean(dil) + 2.0 * np.std(dil))
+
+
+def score_std_error(Q: float, sig_Q: float, T: float, T_raw: float, sig_T: float, noise_sd: float,
+                    unit: float, guard: float = 3.0) -> float:
+    """Sandwich standard error of ``theta0 + S / T`` from released values only (post-processing).
+
+    Sampling part: the heteroskedasticity-robust (HC0) sandwich
+    ``sum u_i^2 v_i^2 / (sum u_i^2)^2`` with the released ``Q`` (plus one
+    noise standard deviation ``sig_Q``, so the noisy variance errs wide) and
+    ``T``; privacy part: ``noise_sd``, the delta-method standard deviation of
+    ``S / T`` under the noise of ``S`` and ``T``. Infinite when the released
+    ``T`` is within ``guard`` noise standard deviations of 0: the denominator
+    is then noise and the release cannot localise the coefficient.
+    """
+    if not (T_raw > guard * sig_T):
+        return math.inf
+    samp = max(Q, 0.0) + sig_Q
+    return float(math.sqrt(samp / T**2 * unit**2 + noise_sd**2))
 
 
 @register
@@ -371,11 +492,29 @@ class FWLScore(Algorithm):
         "gram_full_d": Param(4.0, "the Gram share is scaled by min(1, (d - 1) / gram_full_d): small d needs less (tuned)"),
         "shrink": Param(1.0, "positive-part shrinkage of the estimate towards 0 by its noise z-score (our choice)"),
         "q_row_max": Param(0.9, "the Gram row bound is at most the 0.9 quantile of row norms (our choice)"),
+        "se_share": Param(0.0, "share of the stage-2 budget for the sandwich standard error (0: point release "
+                               "only; the API's intervals use interval_params)"),
+        "min_reliability": Param(0.5, "ours: an infinite interval when less than half of sum clip(u)^2 is the "
+                                      "partialled regressor rather than nuisance noise (see nuisance_spread)"),
     }
-    public_details = dict(FWL_SCORE_DETAILS)
+    #: the method gives a standard error and an interval with these hyperparameters (the API's default)
+    intervals = True
+    interval_params = {"se_share": 0.1}
+    public_details = {
+        **FWL_SCORE_DETAILS,
+        "reliability": "paid statistic: from `Gaussian sum of clip(u)^2` and the `Gaussian Gram of (1, controls, x, y)` "
+                       "(simulated nuisance error, post-processing)",
+        "sigma_Q": "paid statistic: C_u^2 C_v^2 / sqrt(2 rho_Q), from `grid quantile |u|`, `grid quantile |v|` "
+                   "(or the bounds)",
+    }
 
     def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
         p = self.params
         acc = ZCDPAccountant(epsilon, delta)
         est, det = fwl_score_release(data.X, data.y, facts, acc, rng, **p)
-        return self.release(est, acc, **det)
+        se, bias = det.pop("std_error", None), det.pop("bias_bound", None)
+        out = self.release(est, acc, **det)
+        if se is None:
+            return out
+        return replace(out, std_error=np.array([se]), df=float(max(data.X.shape[0] - data.X.shape[1], 1)),
+                       bias_bound=np.array([bias]))
