@@ -11,7 +11,10 @@ Each wraps or subclasses a registry algorithm without editing it:
 * :class:`LedgerOvercharge` -- a ledger that charges twice the budget;
 * :class:`ClipDataBounds` -- ``adaptive_clip`` with the clipping box read from the data;
 * :class:`DeclineOnOutlier` -- ``adaptive_clip`` that declines when the raw data hold a value near the bounds;
-* :class:`CrashSometimes` -- ``adaptive_clip`` that raises in some runs (seeded), for the error report.
+* :class:`CrashSometimes` -- ``adaptive_clip`` that raises in some runs (seeded), for the error report;
+* :class:`AbortSometimes` -- ``adaptive_clip`` that kills its worker process (``SIGABRT``) in some runs;
+* :class:`SlowOnCanary` -- ``adaptive_clip`` that runs past any time limit when the raw data hold a value
+  near the bounds (a time-out caused by the canary).
 
 All charge the honest ledger, so the audit must find the mismatch between the
 noise drawn and the noise charged from the releases alone.
@@ -19,6 +22,8 @@ noise drawn and the noise charged from the releases alone.
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import replace
 from unittest import mock
 
@@ -96,6 +101,28 @@ class CrashSometimes(AdaptiveClip):
     def _run(self, data, facts, epsilon, delta, rng):
         if rng.random() < 0.1:
             raise RuntimeError("simulated crash")
+        return super()._run(data, facts, epsilon, delta, rng)
+
+
+class AbortSometimes(AdaptiveClip):
+    """Kills the interpreter it runs in (``SIGABRT``) in about one run in ten: only ever run it in a worker pool."""
+
+    name = "audit_broken_abort_sometimes"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        if rng.random() < 0.1:
+            os.abort()
+        return super()._run(data, facts, epsilon, delta, rng)
+
+
+class SlowOnCanary(AdaptiveClip):
+    """Sleeps for a minute when the raw data hold a value near the bounds: its time-outs reveal the canary."""
+
+    name = "audit_broken_slow_on_canary"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        if np.abs(data.X).max() > 0.9:
+            time.sleep(60.0)
         return super()._run(data, facts, epsilon, delta, rng)
 
 

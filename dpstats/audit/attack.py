@@ -1,9 +1,12 @@
 """Distinguishing statistics: which releases came from the data set with the canary?
 
-Every run of the algorithm ends in one of three *kinds*: a release (a vector),
-a decline, or an error (an exception or a non-finite estimate). A decline or
-an error is an output like any other: an algorithm that declines (or fails)
-more often on one neighbour than on the other leaks through that alone.
+Every run of the algorithm ends in one of five *kinds*: a release (a vector),
+a decline, an error (an exception, a non-finite estimate, or a worker process
+that died), a time-out or a memory overrun (the run exceeded the benchmark's
+per-run limit, :class:`~dpstats.bench.trial.Limits`). Each kind other than a
+release is an output like any other: an algorithm that declines, fails or runs
+out of time more often on one neighbour than on the other leaks through that
+alone.
 
 A :class:`Statistic` maps each run to a real score, higher meaning "looks like
 the neighbour with the canary". It is *fitted on one part of the runs* and
@@ -19,9 +22,9 @@ applied to others, so that the bounds computed on held-out runs stay valid
 3. ``"qda"``: the log-likelihood ratio of two Gaussians with their own
    covariances, a classifier that also sees a change of spread (noise scaled
    to data-dependent bounds);
-4. a decline or an error scores ``+inf`` if that kind was more frequent among
-   the fitting runs with the canary, ``-inf`` if less frequent, and the median
-   release score if equally frequent.
+4. a decline, an error, a time-out or a memory overrun scores ``+inf`` if
+   that kind was more frequent among the fitting runs with the canary, ``-inf``
+   if less frequent, and the median release score if equally frequent.
 """
 
 from __future__ import annotations
@@ -31,10 +34,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
-__all__ = ["RELEASED", "DECLINED", "ERROR", "KIND_NAMES", "Runs", "Statistic", "fit_statistic", "STATISTICS"]
+__all__ = ["RELEASED", "DECLINED", "ERROR", "TIMEOUT", "MEMORY", "KINDS", "OTHER_KINDS", "KIND_NAMES", "Runs",
+           "Statistic", "fit_statistic", "STATISTICS"]
 
-RELEASED, DECLINED, ERROR = 0, 1, 2
-KIND_NAMES = {RELEASED: "released", DECLINED: "declined", ERROR: "error"}
+RELEASED, DECLINED, ERROR, TIMEOUT, MEMORY = 0, 1, 2, 3, 4
+KINDS = (RELEASED, DECLINED, ERROR, TIMEOUT, MEMORY)
+#: the kinds of run without a release: each is scored as a category
+OTHER_KINDS = (DECLINED, ERROR, TIMEOUT, MEMORY)
+KIND_NAMES = {RELEASED: "released", DECLINED: "declined", ERROR: "error", TIMEOUT: "timeout", MEMORY: "memory"}
 STATISTICS = ("lda", "qda")
 _RIDGE = 1e-6
 
@@ -99,7 +106,7 @@ class Statistic:
         out = np.empty(len(runs))
         rel = runs.kind == RELEASED
         out[rel] = self._release_scores(runs.values[rel])
-        for k in (DECLINED, ERROR):
+        for k in OTHER_KINDS:
             out[runs.kind == k] = self.category_scores.get(k, 0.0)
         return out
 
@@ -131,7 +138,7 @@ def fit_statistic(fit_in: Runs, fit_out: Runs, kind: str = "lda") -> Statistic:
         neutral = float(np.median(base))
     else:
         neutral = 0.0
-    for k in (DECLINED, ERROR):
+    for k in OTHER_KINDS:
         a = float(np.mean(fit_in.kind == k)) if len(fit_in) else 0.0
         b = float(np.mean(fit_out.kind == k)) if len(fit_out) else 0.0
         st.category_scores[k] = np.inf if a > b else (-np.inf if a < b else neutral)

@@ -171,8 +171,12 @@ def make_neighbours(data: TaskData, facts: Any, mode: str = "at", source: str = 
 DESIGNS = ("mirror", "inside")
 
 
+def _grid_values(rng: np.random.Generator, lo: float, hi: float, levels: int, size: tuple[int, ...]) -> np.ndarray:
+    return rng.choice(np.linspace(lo, hi, levels), size=size)
+
+
 def generated(task: str, n: int = 1000, seed: int = 0, mode: str = "at", regressors: int = 2,
-              columns: int = 3, design: str = "mirror") -> Neighbours:
+              columns: int = 3, design: str = "mirror", levels: int | None = None) -> Neighbours:
     """A generated base data set with public bounds and its canary neighbour.
 
     ``sce`` / ``linreg``: columns ``Intercept, x1, x2`` with ``x1, x2`` in
@@ -192,6 +196,12 @@ def generated(task: str, n: int = 1000, seed: int = 0, mode: str = "at", regress
     ``design="inside"``: the replaced row is the data row farthest from the
     canary, so all of ``D`` lies inside the middle of the box and only ``D'``
     reaches the bounds (best against ranges read from the data).
+
+    ``levels=L``: the columns (and the outcome) take ``L`` equally spaced
+    values on the same ranges instead of continuous ones, so the data set has
+    few distinct rows. DP must hold on every data set, so such a pair is as
+    valid as any; it makes algorithms that work on distinct rows (``bhs_affine``)
+    fast enough to audit at the large ``n`` they need.
     """
     if design not in DESIGNS:
         raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
@@ -200,11 +210,16 @@ def generated(task: str, n: int = 1000, seed: int = 0, mode: str = "at", regress
     n = int(n)
     if n < 10:
         raise ValueError(f"n must be at least 10, got {n}")
+    if levels is not None and (int(levels) != levels or levels < 2):
+        raise ValueError(f"levels must be an integer of at least 2, got {levels!r}")
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0xA0D17]))
     if task == "mean":
         if int(columns) != columns or columns < 1:
             raise ValueError(f"columns must be a positive integer, got {columns!r}")
-        X = rng.uniform(-0.5, 0.5, size=(n, int(columns)))
+        if levels is None:
+            X = rng.uniform(-0.5, 0.5, size=(n, int(columns)))
+        else:
+            X = _grid_values(rng, -0.5, 0.5, int(levels), (n, int(columns)))
         cols = tuple(f"x{j + 1}" for j in range(int(columns)))
         facts = PublicFacts(instance="audit-generated", study="audit", task=task, n=n, d=len(cols), columns=cols,
                             bounds={c: (-1.0, 1.0) for c in cols})
@@ -212,8 +227,11 @@ def generated(task: str, n: int = 1000, seed: int = 0, mode: str = "at", regress
             make_neighbours(TaskData(X), facts, mode, "generated")
     if regressors not in (1, 2):
         raise ValueError(f"regressors must be 1 or 2, got {regressors!r}")
-    Z = rng.uniform(-0.5, 0.5, size=(n, 2))
+    Z = rng.uniform(-0.5, 0.5, size=(n, 2)) if levels is None else _grid_values(rng, -0.5, 0.5, int(levels), (n, 2))
     y = np.clip(0.5 * Z[:, 0] - 0.25 * Z[:, 1] + rng.normal(0.0, 0.2, n), -0.6, 0.6)
+    if levels is not None:  # the outcome on a grid of the same size over [-0.6, 0.6]
+        step = 1.2 / (int(levels) - 1)
+        y = -0.6 + step * np.round((y + 0.6) / step)
     Z = Z[:, :regressors]
     X = np.column_stack([np.ones(n), Z])
     cols = ("Intercept", "x1", "x2")[: regressors + 1]

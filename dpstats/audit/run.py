@@ -38,8 +38,6 @@ import multiprocessing as mp
 import os
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -47,9 +45,11 @@ import numpy as np
 from scipy import special
 
 from dpstats.algorithms import Algorithm, Decline, Release, get, list_algorithms, load_plugin
+from dpstats.bench.trial import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, CallJob, CallResult, Limits, WorkerPool
 from dpstats.privacy.accounting import zcdp_epsilon
 from dpstats.audit import bounds as B
-from dpstats.audit.attack import DECLINED, ERROR, KIND_NAMES, RELEASED, STATISTICS, Runs, fit_statistic
+from dpstats.audit.attack import (DECLINED, ERROR, KIND_NAMES, KINDS, MEMORY, RELEASED, STATISTICS, TIMEOUT, Runs,
+                                  fit_statistic)
 from dpstats.audit.exposure import exposure, summarize_exposure
 from dpstats.audit.neighbours import CANARY_MODES, DESIGNS, Neighbours, from_instance, generated
 
@@ -108,6 +108,14 @@ def resolve_algorithm(spec: str | type, task: str | None = None) -> type:
     return cls
 
 
+def _limits_dict(limits: Limits | None) -> dict[str, float] | None:
+    return None if limits is None else {"time": limits.time, "memory_mb": limits.memory_mb}
+
+
+def _limits_text(limits: Limits | None) -> str:
+    return "none (not isolated)" if limits is None else f"{limits.time:g} s, {limits.memory_mb:g} MB per release"
+
+
 def _perfect_cp(n_side: int, alpha_each: float, delta: float) -> float:
     """The Clopper-Pearson bound of a test that separates ``n_side`` runs per side perfectly."""
     if n_side < 1:
@@ -135,18 +143,12 @@ def min_trials(epsilon: float, delta: float, confidence: float, n_estimators: in
 
 
 # --------------------------------------------------------------------------
-# Running the algorithm (batches of releases per worker process)
+# Running the algorithm: one call per release in the benchmark's worker pool
 # --------------------------------------------------------------------------
 
-_STATE: dict[str, Any] = {}
-
-
-def _init_worker(payload: dict[str, Any]) -> None:
-    from dpstats.bench.trial import _limit_blas_threads
-
-    _limit_blas_threads(1)
-    _STATE.clear()
-    _STATE.update(payload)
+#: payloads of running audits, inherited by forked workers (a job carries only the key)
+_PAYLOADS: dict[int, dict[str, Any]] = {}
+_POOL_STATUS = {"ok": RELEASED, "error": ERROR, "timeout": TIMEOUT, "memory": MEMORY}
 
 
 def _ledger_totals(ledger) -> dict[str, float]:
@@ -161,90 +163,71 @@ def _ledger_totals(ledger) -> dict[str, float]:
     return tot
 
 
-def _run_chunk(indices: np.ndarray, sides: np.ndarray) -> dict[str, Any]:
-    s = _STATE
+def _release(context: Any, item: tuple[int, int]) -> tuple[int, Any, dict[str, float] | None, float, float, str | None]:
+    """Run the algorithm once: release ``i`` on ``D'`` (``side`` 1) or ``D`` (0) with ``default_rng([seed, i])``.
+
+    Returns ``(kind, estimate, ledger totals, reported epsilon, reported delta,
+    message)``; the ledger is None for a run that raised. A ``MemoryError`` is
+    left to the worker pool (status ``memory``).
+    """
+    s = _PAYLOADS[context] if isinstance(context, int) else context
     cls, params, nb = s["cls"], s["params"], s["neighbours"]
-    eps, dlt, seed, dim = s["epsilon"], s["delta"], s["seed"], s["dim"]
-    k = len(indices)
-    values = np.full((k, dim), np.nan)
-    kind = np.zeros(k, dtype=np.int8)
-    units: dict[str, float] = {}
-    reported = 0.0
-    reported_delta = 0.0
-    empty = 0
-    mixed = 0
-    messages: list[str] = []
-    decline_reasons: dict[str, int] = {}
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for j, (i, side) in enumerate(zip(indices, sides)):
-            data = nb.neighbour if side else nb.base
-            rng = np.random.default_rng([int(seed), int(i)])
-            try:
-                out = cls(**params).run(data, nb.facts, eps, dlt, rng)
-            except Exception as exc:  # noqa: BLE001 - a run that raises is an output (kind error), counted
-                kind[j] = ERROR
-                if len(messages) < _MAX_MESSAGES:
-                    messages.append(f"{type(exc).__name__}: {exc}"[:300])
-                continue
-            if isinstance(out, Release):
-                est = np.asarray(out.estimate, dtype=float).reshape(-1)
-                if est.size != dim or not np.all(np.isfinite(est)):
-                    kind[j] = ERROR
-                    if len(messages) < _MAX_MESSAGES:
-                        messages.append(f"non-finite or mis-shaped estimate {est[:4]}")
-                else:
-                    values[j] = est
-            elif isinstance(out, Decline):
-                kind[j] = DECLINED
-                r = str(out.reason)[:80]
-                decline_reasons[r] = decline_reasons.get(r, 0) + 1
-            tot = _ledger_totals(getattr(out, "ledger", ()))
-            if not tot:
-                empty += 1
-            if len(tot) > 1:
-                mixed += 1
-            for u, c in tot.items():
-                units[u] = max(units.get(u, 0.0), c)
-            reported = max(reported, float(getattr(out, "epsilon", 0.0) or 0.0))
-            reported_delta = max(reported_delta, float(getattr(out, "delta", 0.0) or 0.0))
-    return {"indices": indices, "values": values, "kind": kind, "units": units, "reported": reported,
-            "reported_delta": reported_delta, "empty": empty, "mixed": mixed, "messages": messages,
-            "declines": decline_reasons, "seconds": time.perf_counter() - t0}
+    i, side = item
+    data = nb.neighbour if side else nb.base
+    rng = np.random.default_rng([int(s["seed"]), int(i)])
+    try:
+        out = cls(**params).run(data, nb.facts, s["epsilon"], s["delta"], rng)
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a run that raises is an output (kind error), counted
+        return ERROR, None, None, 0.0, 0.0, f"{type(exc).__name__}: {exc}"[:300]
+    kind, est, msg = RELEASED, None, None
+    if isinstance(out, Release):
+        est = np.asarray(out.estimate, dtype=float).reshape(-1)
+        if est.size != s["dim"] or not np.all(np.isfinite(est)):
+            kind, msg, est = ERROR, f"non-finite or mis-shaped estimate {est[:4]}", None
+    elif isinstance(out, Decline):
+        kind, msg = DECLINED, str(out.reason)[:80]
+    else:
+        kind, msg = ERROR, f"returned {type(out).__name__}, not a Release or a Decline"
+    return (kind, est, _ledger_totals(getattr(out, "ledger", ())), float(getattr(out, "epsilon", 0.0) or 0.0),
+            float(getattr(out, "delta", 0.0) or 0.0), msg)
 
 
-def _run_all(payload: dict[str, Any], indices: np.ndarray, sides: np.ndarray, workers: int,
-             log: Callable[[str], None] | None) -> list[dict[str, Any]]:
+def _run_all(payload: dict[str, Any], indices: np.ndarray, sides: np.ndarray, workers: int, limits: Limits | None,
+             log: Callable[[str], None] | None) -> list[CallResult]:
+    """Every release as a :class:`~dpstats.bench.trial.CallResult` (in this process when ``limits`` is None)."""
     n = indices.size
+    items = list(zip(indices.tolist(), sides.tolist()))
+    if limits is None:  # no isolation, no limits (debugging)
+        out: list[CallResult] = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for it in items:
+                t0 = time.perf_counter()
+                out.append(CallResult(it, "ok", _release(payload, it), None, time.perf_counter() - t0, 0.0))
+        return out
     chunk = int(max(20, min(500, math.ceil(n / max(workers, 1) / 10))))
-    parts = [(indices[a:a + chunk], sides[a:a + chunk]) for a in range(0, n, chunk)]
-    results = []
-    if workers <= 1:
-        saved = dict(_STATE)
-        try:
-            _STATE.clear()
-            _STATE.update(payload)
-            for p in parts:
-                results.append(_run_chunk(*p))
-        finally:
-            _STATE.clear()
-            _STATE.update(saved)
-        return results
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-    done = 0
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
-                             initargs=(payload,)) as ex:
-        futs = [ex.submit(_run_chunk, *p) for p in parts]
-        for f in futs:
-            try:
-                results.append(f.result())
-            except BrokenProcessPool:
-                raise ValueError(f"algorithm: a worker process died after {done} of {n} releases (the algorithm "
-                                 "crashed the interpreter or ran out of memory)") from None
-            done += len(results[-1]["indices"])
-            if log is not None and len(results) % max(1, len(parts) // 10) == 0:
-                log(f"  {done}/{n} releases")
+    fork = "fork" in mp.get_all_start_methods()
+    token = id(payload)
+    _PAYLOADS[token] = payload
+    context: Any = token if fork else payload  # spawned workers need the payload itself (picklable)
+    name = payload["cls"].name
+    jobs = [CallJob(_release, context, tuple(items[a:a + chunk]), name=name, instance=f"audit-{token}")
+            for a in range(0, n, chunk)]
+    results: list[CallResult] = []
+    step = max(1, n // 10)
+
+    def on_result(r: CallResult) -> None:
+        results.append(r)
+        if log is not None and len(results) % step == 0:
+            log(f"  {len(results)}/{n} releases")
+
+    try:
+        with WorkerPool(workers, limits, method="fork" if fork else "spawn") as pool:
+            pool.run(jobs, on_result)
+    finally:
+        _PAYLOADS.pop(token, None)
     return results
 
 
@@ -332,9 +315,17 @@ class AuditResult:
             f"trials = {self.trials} releases in {self.seconds:.1f} s ({1000 * self.seconds_per_release:.2f} ms each, "
             f"{self.workers} worker(s)); outcomes {self.outcomes}",
         ]
-        if self.errors["count"]:
-            lines.append(f"errors: {self.errors['count']} of {self.trials} runs raised or gave a non-finite estimate; "
-                         f"first: {self.errors['messages'][:1]}")
+        e = self.errors
+        if e["count"]:
+            lines.append(f"errors: {e['count']} of {self.trials} runs raised, gave a non-finite estimate or lost their "
+                         f"worker ({e.get('worker_deaths', 0)} worker deaths); first: "
+                         f"{(e['messages'] + e.get('limit_messages', []))[:1]}")
+        if e.get("timeouts") or e.get("memory"):
+            lines.append(f"limits: {e['timeouts']} time-outs and {e['memory']} memory overruns of {self.trials} runs "
+                         f"(per release: {e['limits']['time']:g} s, {e['limits']['memory_mb']:g} MB), scored as "
+                         f"outcomes like declines; first: {e['limit_messages'][:1]}")
+        if e.get("declined"):
+            lines.append(f"declines: {e['declined']} of {self.trials} runs; reasons {e['declines']}")
         lines.append(f"epsilon lower bounds at confidence {self.confidence:g} (Bonferroni over the counted estimators):")
         for b in self.bounds:
             tag = "counts" if b["counts"] else "info"
@@ -356,7 +347,8 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
           trials: int = 20000, confidence: float = 0.95, seed: int = 0, workers: int | None = None,
           instance: str | None = None, corpus: str | None = None, n: int = 1000, regressors: int = 2, columns: int = 3,
           canary: str = "at", design: str = "both", params: dict[str, Any] | None = None,
-          neighbours: Neighbours | None = None,
+          neighbours: Neighbours | None = None, levels: int | None = None, time_limit: float = DEFAULT_TIME_LIMIT,
+          memory_mb: float = DEFAULT_MEMORY_MB, isolate: bool = True,
           log: Callable[[str], None] | None = None) -> AuditResult:
     """Audit one algorithm at one privacy level.
 
@@ -374,8 +366,8 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
     confidence : float in (0, 1)
     seed : int
     workers : int, optional
-        Worker processes (default: the number of CPUs, at most 2); 1 runs in
-        this process.
+        Worker processes of the benchmark's :class:`~dpstats.bench.trial.WorkerPool`
+        (default: the number of CPUs, at most 2).
     instance, corpus : str, optional
         Use this corpus instance as ``D`` (default: a generated data set).
     n, regressors, columns : int
@@ -390,6 +382,16 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         Hyperparameters of the algorithm.
     neighbours : Neighbours, optional
         A ready pair (overrides ``instance`` and the generated data).
+    levels : int, optional
+        Generated data on a grid of this many values per column (see
+        :func:`~dpstats.audit.neighbours.generated`).
+    time_limit, memory_mb : float
+        Per-release limits of the worker pool (the benchmark's protocol: 60 s,
+        4096 MB). A release that exceeds one is killed and counted as a
+        ``timeout`` or ``memory`` outcome, scored like a decline.
+    isolate : bool
+        Run the releases in the worker pool under the limits (default);
+        ``False`` runs them in this process without limits (for debugging).
 
     Returns
     -------
@@ -430,6 +432,15 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         raise ValueError(f"algorithm: constructing {cls.__name__} raised {type(exc).__name__}: {exc}") from None
     if workers is None:
         workers = max(1, min(2, os.cpu_count() or 1))
+    if int(workers) != workers or workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {workers!r}")
+    for arg, v in (("--time-limit", time_limit), ("--memory-limit", memory_mb)):
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            raise ValueError(f"{arg} must be a positive number (seconds, MB per release), got {v!r}")
+    lim = Limits(time=float(time_limit), memory_mb=float(memory_mb)) if isolate else None
+    for arg, v, lo in (("--n", n, 10), ("--columns", columns, 1), ("--levels", levels, 2)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo):
+            raise ValueError(f"{arg} must be an integer of at least {lo}, got {v!r}")
     if neighbours is None:
         if instance is not None:
             from dpstats.data.corpus import Corpus, CorpusError
@@ -437,7 +448,7 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
             try:
                 inst = (Corpus(corpus) if corpus else Corpus.public()).instance(instance)
             except (CorpusError, KeyError, ValueError) as exc:
-                raise ValueError(f"--instance: {exc}") from None
+                raise ValueError(f"--instance: {exc.args[0] if exc.args else exc}") from None
             if inst.task != task and not (inst.task == "sce" and task == "linreg"):
                 raise ValueError(f"--instance: {instance!r} is a {inst.task} instance; algorithm {cls.name!r} is {task}")
             neighbours = from_instance(inst, canary)
@@ -448,15 +459,16 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
     if neighbours is not None:
         pairs = [neighbours]
     elif design == "both":
-        pairs = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=d)
-                 for d in DESIGNS]
+        pairs = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=d,
+                           levels=levels) for d in DESIGNS]
     else:
-        pairs = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=design)]
+        pairs = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=design,
+                           levels=levels)]
     if len(pairs) == 1:
-        return _audit_pair(cls, pairs[0], eps, dlt, conf, trials, seed, workers, params, log, t_start)
+        return _audit_pair(cls, pairs[0], eps, dlt, conf, trials, seed, workers, params, log, t_start, lim)
     conf_each = 1.0 - (1.0 - conf) / len(pairs)
     parts = [_audit_pair(cls, nb, eps, dlt, conf_each, trials // len(pairs), seed + k, workers, params, log,
-                         time.perf_counter()) for k, nb in enumerate(pairs)]
+                         time.perf_counter(), lim) for k, nb in enumerate(pairs)]
     return _merge(parts, conf, time.perf_counter() - t_start)
 
 
@@ -473,7 +485,10 @@ def _merge(parts: list["AuditResult"], conf: float, seconds: float) -> "AuditRes
     outcomes = {p.data["source"]: p.outcomes for p in parts}
     errors = {"count": sum(p.errors["count"] for p in parts),
               "messages": [m for p in parts for m in p.errors["messages"]][:_MAX_MESSAGES],
-              "declines": {k: v for p in parts for k, v in p.errors["declines"].items()}}
+              "declines": {k: v for p in parts for k, v in p.errors["declines"].items()},
+              **{k: sum(p.errors[k] for p in parts) for k in ("declined", "timeouts", "memory", "worker_deaths")},
+              "limit_messages": [m for p in parts for m in p.errors["limit_messages"]][:_MAX_MESSAGES],
+              "limits": first.errors["limits"]}
     trials = sum(p.trials for p in parts)
     return AuditResult(
         algorithm=first.algorithm, task=first.task, interpretation=first.interpretation,
@@ -488,7 +503,7 @@ def _merge(parts: list["AuditResult"], conf: float, seconds: float) -> "AuditRes
 
 def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, trials: int, seed: int,
                 workers: int, params: dict[str, Any], log: Callable[[str], None] | None,
-                t_start: float) -> "AuditResult":
+                t_start: float, limits: Limits | None) -> "AuditResult":
     """Audit ``cls`` on one pair of neighbours (the module docstring's design)."""
     task = cls.task
     dim = 1 if task == "sce" else nb.facts.d
@@ -503,34 +518,55 @@ def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, 
     payload = {"cls": cls, "params": params, "neighbours": nb, "epsilon": eps, "delta": dlt, "seed": seed, "dim": dim}
     if log:
         log(f"auditing {cls.name} ({task}) at epsilon = {eps:g}: {trials} releases on {workers} worker(s)")
-    chunks = _run_all(payload, idx, sides, workers, log)
+    calls = _run_all(payload, idx, sides, workers, limits, log)
 
     values = np.full((trials, dim), np.nan)
     kind = np.zeros(trials, dtype=np.int8)
     units: dict[str, float] = {}
     reported = reported_delta = 0.0
-    empty = mixed = 0
+    empty = mixed = deaths = 0
     messages: list[str] = []
+    limit_messages: list[str] = []
     declines: dict[str, int] = {}
     run_seconds = 0.0
-    for c in chunks:
-        values[c["indices"]] = c["values"]
-        kind[c["indices"]] = c["kind"]
-        for u, v in c["units"].items():
+    for c in calls:
+        i = int(c.item[0])
+        run_seconds += c.seconds
+        if c.status != "ok":  # the pool's verdict: a time-out, a memory overrun or a worker that died
+            kind[i] = _POOL_STATUS.get(c.status, ERROR)
+            deaths += c.status == "error"
+            if len(limit_messages) < _MAX_MESSAGES:
+                limit_messages.append(str(c.message)[:300])
+            continue
+        k, est, tot, rep_eps, rep_dlt, msg = c.value
+        kind[i] = k
+        if k == RELEASED:
+            values[i] = est
+        elif k == DECLINED:
+            declines[str(msg)] = declines.get(str(msg), 0) + 1
+        elif len(messages) < _MAX_MESSAGES:
+            messages.append(str(msg))
+        if tot is None:  # the run raised: no output, no ledger
+            continue
+        empty += not tot
+        mixed += len(tot) > 1
+        for u, v in tot.items():
             units[u] = max(units.get(u, 0.0), v)
-        reported = max(reported, c["reported"])
-        reported_delta = max(reported_delta, c["reported_delta"])
-        empty += c["empty"]
-        mixed += c["mixed"]
-        messages += c["messages"][: max(0, _MAX_MESSAGES - len(messages))]
-        for r, k in c["declines"].items():
-            declines[r] = declines.get(r, 0) + k
-        run_seconds += c["seconds"]
+        reported = max(reported, rep_eps)
+        reported_delta = max(reported_delta, rep_dlt)
+    if len(calls) != trials or len({int(c.item[0]) for c in calls}) != trials:  # pragma: no cover - a pool bug
+        raise RuntimeError(f"the worker pool returned {len(calls)} results for {trials} releases")
     n_err = int(np.sum(kind == ERROR))
+    n_timeout = int(np.sum(kind == TIMEOUT))
+    n_memory = int(np.sum(kind == MEMORY))
     if n_err == trials:
         raise ValueError(f"algorithm: {cls.name!r} raised (or gave no finite estimate) in every one of the {trials} "
-                         f"runs; first: {messages[:1]}")
-    outcomes = {side: {KIND_NAMES[k]: int(np.sum((sides == s) & (kind == k))) for k in (RELEASED, DECLINED, ERROR)}
+                         f"runs; first: {(messages + limit_messages)[:1]}")
+    if n_err + n_timeout + n_memory == trials:
+        raise ValueError(f"algorithm: {cls.name!r} exceeded the per-run limits or failed in every one of the {trials} "
+                         f"runs ({n_timeout} time-outs, {n_memory} memory overruns, {n_err} errors; limits "
+                         f"{_limits_text(limits)}); first: {(limit_messages + messages)[:1]}")
+    outcomes = {side: {KIND_NAMES[k]: int(np.sum((sides == s) & (kind == k))) for k in KINDS}
                 for side, s in (("with_canary", 1), ("without", 0))}
     notes: list[str] = []
     if np.all(kind == DECLINED):
@@ -658,7 +694,9 @@ def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, 
         algorithm=cls.name, task=task, interpretation=cls.interpretation, epsilon_claimed=eps, delta=dlt,
         epsilon_lower=float(eps_lower), confidence=conf, trials=trials, violation=bool(reasons), reasons=reasons,
         bounds=bounds_out, ledger=ledger, exposure=exp_summary, outcomes=outcomes,
-        errors={"count": n_err, "messages": messages, "declines": dict(sorted(declines.items(), key=lambda kv: -kv[1])[:3])},
+        errors={"count": n_err, "messages": messages, "declines": dict(sorted(declines.items(), key=lambda kv: -kv[1])[:3]),
+                "declined": int(np.sum(kind == DECLINED)), "timeouts": n_timeout, "memory": n_memory,
+                "worker_deaths": int(deaths), "limit_messages": limit_messages, "limits": _limits_dict(limits)},
         data=nb.describe(), seconds=total, seconds_per_release=run_seconds / trials, workers=int(workers),
         seed=int(seed), notes=notes,
     )

@@ -123,6 +123,8 @@ __all__ = [
     "score",
     "run_trial",
     "run_job_isolated",
+    "CallJob",
+    "CallResult",
 ]
 
 STATUSES = ("ok", "declined", "error", "timeout", "memory")
@@ -239,6 +241,69 @@ class Job:
 
     def __len__(self) -> int:
         return len(self.trials)
+
+
+@dataclass(frozen=True)
+class CallJob:
+    """A generic job for :class:`WorkerPool`: ``fn(context, item)`` for each item, under the trials' limits.
+
+    The pool runs the calls of a call job exactly as it runs the trials of a
+    :class:`Job`: one after the other in a worker, each under the time and
+    memory limits, a call that exceeds a limit or kills its worker recorded
+    with its status and the others run again (so ``fn`` must be deterministic
+    in ``item``). The results reach ``on_result`` as :class:`CallResult`.
+
+    Attributes
+    ----------
+    fn : callable
+        ``fn(context, item) -> value``; a module-level function (it is pickled
+        by reference to reach the worker). An exception it raises makes the
+        call's status ``error`` (``memory`` for a ``MemoryError``).
+    context : object
+        Passed to every call; pickled with the job (once per job).
+    trials : tuple
+        The items, one call each.
+    name : str
+        What the calls are, for messages.
+    instance : str
+        Groups jobs for the scheduler (jobs with the same ``instance`` prefer
+        the same worker, as jobs of one corpus instance do).
+    """
+
+    fn: Callable[[Any, Any], Any]
+    context: Any
+    trials: tuple[Any, ...]
+    name: str = "call"
+    instance: str = "call"
+    corpus: str = "<call>"
+    secure: bool = False
+
+    @property
+    def algorithm(self) -> "AlgorithmRef":
+        """A stand-in reference naming the job in the pool's messages (nothing is loaded)."""
+        return AlgorithmRef(name=self.name, task="call", ref="", interpretation="")
+
+    def __len__(self) -> int:
+        return len(self.trials)
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """The outcome of one call of a :class:`CallJob`.
+
+    ``status`` is ``ok`` (``value`` is what ``fn`` returned), ``error`` (an
+    exception, or the worker died: ``message`` says which), ``timeout`` or
+    ``memory`` (a limit was exceeded; the worker was killed). ``seconds`` is
+    the call's wall time (for a timeout: until the kill); ``peak_mb`` its peak
+    resident memory above the start.
+    """
+
+    item: Any
+    status: str
+    value: Any
+    message: str | None
+    seconds: float
+    peak_mb: float
 
 
 @dataclass(frozen=True, eq=False)
@@ -712,6 +777,9 @@ def _worker_loop(conn: Connection, state: _SharedState) -> None:
         if msg[0] == "stop":
             return
         _, job, limit, job_no = msg
+        if isinstance(job, CallJob):
+            _serve_calls(conn, state, job, limit, job_no, begin, stats)
+            continue
         try:
             problem = load_problem(job.corpus, job.instance)
             algo_cls = job.algorithm.load()
@@ -738,6 +806,38 @@ def _worker_loop(conn: Connection, state: _SharedState) -> None:
                 conn.send(("done", pending, i == last))
                 pending = []
                 last_send = now
+
+
+def _serve_calls(conn: Connection, state: "_SharedState", job: CallJob, limit: int, job_no: int,
+                 begin: Callable[[], tuple[int, int]], stats: "_SelfStats | None") -> None:
+    """Run the calls of a :class:`CallJob` like the trials of a job (same protocol, limits and batching)."""
+    conn.send(("ready", {"instance": job.instance, "corpus": job.corpus, "name": job.name}))
+    pending: list[CallResult] = []
+    last_send = time.monotonic()
+    last = len(job.trials) - 1
+    for i, item in enumerate(job.trials):
+        rss0, vms0 = begin()
+        state.write(job_no, i, time.monotonic(), rss0, True)
+        _set_as_limit(vms0 + int(AS_FACTOR * limit))
+        t0 = time.perf_counter()
+        value, message, status = None, None, "ok"
+        try:
+            value = job.fn(job.context, item)
+        except MemoryError as exc:
+            status, message = "memory", _describe(exc)
+        except BaseException as exc:  # noqa: BLE001 - a failing call is a result
+            status, message = "error", _describe(exc)
+        finally:
+            _set_as_limit(None)
+            state.write(job_no, i, 0.0, rss0, False)
+        seconds = time.perf_counter() - t0
+        peak_mb = max((stats.peak() if stats is not None else _peak_self()) - rss0, 0) / _MB
+        pending.append(CallResult(item, status, value, message, seconds, peak_mb))
+        now = time.monotonic()
+        if i == last or now - last_send >= FLUSH_INTERVAL:
+            conn.send(("done", pending, i == last))
+            pending = []
+            last_send = now
 
 
 def _spawn_entry(fd: int, parent: int, crash_fd: int, state_fd: int) -> None:
@@ -1069,17 +1169,18 @@ class WorkerPool:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def run(self, jobs: Iterable[Job], on_result: Callable[[TrialResult], None],
+    def run(self, jobs: Iterable[Job | CallJob], on_result: Callable[[Any], None],
             on_ready: Callable[[dict[str, Any]], None] | None = None, limits: Limits | None = None,
             on_tick: Callable[[], None] | None = None) -> None:
         """Run jobs until each of their trials has a result.
 
         Parameters
         ----------
-        jobs : iterable of Job
+        jobs : iterable of Job or CallJob
         on_result : callable
-            Called with each :class:`TrialResult` as soon as it reaches this
-            process.
+            Called with each :class:`TrialResult` (of a :class:`Job`) or
+            :class:`CallResult` (of a :class:`CallJob`) as soon as it reaches
+            this process.
         on_ready : callable, optional
             Called with an instance's description (:meth:`Problem.info`) each
             time a worker has loaded it for a job.
@@ -1222,8 +1323,12 @@ class WorkerPool:
             failed = final[0]
             assert w.info is not None
             peak = w.peak if w.seen is not None and w.seen[1:] == final[:2] else 0
-            on_result(_failure(w.info, job.algorithm, job.trials[failed], status, message,
-                               time.monotonic() - final[1], peak / _MB))
+            if isinstance(job, CallJob):
+                on_result(CallResult(job.trials[failed], status, None, message[:MAX_MESSAGE],
+                                     time.monotonic() - final[1], peak / _MB))
+            else:
+                on_result(_failure(w.info, job.algorithm, job.trials[failed], status, message,
+                                   time.monotonic() - final[1], peak / _MB))
         elif expected is None:  # died outside an algorithm (in the harness): run the rest again, up to 3 times
             key = (job.corpus, job.instance, job.algorithm.name)
             failures[key] = failures.get(key, 0) + 1

@@ -31,11 +31,17 @@ def _build_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--confidence", type=float, default=0.95, metavar="C", help="confidence of the bounds (0.95)")
     p.add_argument("--seed", type=int, default=0, help="seed of the runs and of the data (0)")
     p.add_argument("--workers", type=int, metavar="W", help="worker processes (default: CPUs, at most 2)")
+    p.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS",
+                   help="per-release wall-clock limit of the worker pool (60); a release over it is a time-out outcome")
+    p.add_argument("--memory-limit", type=float, default=4096.0, metavar="MB",
+                   help="per-release memory limit in MB (4096); a release over it is a memory outcome")
     p.add_argument("--instance", metavar="ID", help="use this corpus instance as the base data set")
     p.add_argument("--corpus", metavar="DIR", help="corpus for --instance (default: the public corpus)")
     p.add_argument("--n", type=int, default=1000, help="rows of the generated data set (1000)")
     p.add_argument("--regressors", type=int, default=2, choices=(1, 2), help="regressors of the generated data (sce, linreg)")
     p.add_argument("--columns", type=int, default=3, help="columns of the generated data (mean)")
+    p.add_argument("--levels", type=int, metavar="L",
+                   help="generated data on a grid of L values per column (few distinct rows: fast for bhs_affine)")
     p.add_argument("--canary", choices=("at", "beyond"), default="at", help="canary at or beyond the public bounds")
     p.add_argument("--design", choices=("both", "mirror", "inside"), default="both",
                    help="generated pair: replaced row mirrored at the bounds, inside the data, or both (default)")
@@ -54,7 +60,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     res = audit(args.algorithm, task=args.task, epsilon=args.epsilon, delta=args.delta, trials=args.trials,
                 confidence=args.confidence, seed=args.seed, workers=args.workers, instance=args.instance,
                 corpus=args.corpus, n=args.n, regressors=args.regressors, columns=args.columns, canary=args.canary,
-                design=args.design, log=(lambda m: print(m, file=sys.stderr)) if args.progress else None)
+                design=args.design, levels=args.levels, time_limit=args.time_limit, memory_mb=args.memory_limit,
+                log=(lambda m: print(m, file=sys.stderr)) if args.progress else None)
     print(_dump(res.to_dict()) if args.json else res.summary())
     return 1 if res.violation else 0
 

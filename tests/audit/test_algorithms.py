@@ -46,6 +46,16 @@ def test_generated_neighbours_differ_in_one_row_at_the_bounds():
         generated("mean", design="corner")
 
 
+def test_generated_on_a_grid_has_few_distinct_rows():
+    nb = generated("mean", n=5000, columns=1, levels=5, design="inside")
+    assert set(np.unique(np.delete(nb.base.X, nb.row, axis=0))) <= set(np.linspace(-0.5, 0.5, 5))
+    assert np.unique(nb.neighbour.X, axis=0).shape[0] <= 6 and abs(nb.neighbour.X[nb.row, 0]) == 1.0
+    lin = generated("linreg", n=2000, levels=3)
+    assert np.unique(np.column_stack([lin.base.X, lin.base.y]), axis=0).shape[0] <= 3 * 3 * 3 + 1
+    with pytest.raises(ValueError, match="levels"):
+        generated("mean", levels=1)
+
+
 def test_declines_are_outputs_of_the_statistic():
     rng = np.random.default_rng(0)
     v_in, v_out = rng.normal(size=(200, 2)), rng.normal(size=(200, 2))
@@ -131,6 +141,36 @@ def test_crashes_in_some_runs_are_counted():
     assert n_err == r.errors["count"]
 
 
+def test_releases_run_in_the_benchmark_worker_pool_under_its_limits():
+    # the same releases in the pool as in this process (the seeds are per release), and the limits reported
+    pooled = audit("adaptive_clip", trials=400, design="mirror", workers=2)
+    local = audit("adaptive_clip", trials=400, design="mirror", isolate=False)
+    assert [b["epsilon"] for b in pooled.bounds] == [b["epsilon"] for b in local.bounds]
+    assert pooled.exposure["median"] == local.exposure["median"]
+    assert pooled.errors["limits"] == {"time": 60.0, "memory_mb": 4096.0} and local.errors["limits"] is None
+    for key in ("timeouts", "memory", "worker_deaths", "declined"):
+        assert pooled.errors[key] == 0
+
+
+def test_a_timeout_caused_by_the_canary_is_an_output_and_is_flagged():
+    # only D' (inside design) reaches the bounds: its runs exceed the time limit and are killed
+    r = audit(broken.SlowOnCanary, trials=120, design="inside", workers=2, time_limit=0.25)
+    with_canary = r.outcomes["with_canary"]
+    assert with_canary["timeout"] == sum(with_canary.values()) and r.outcomes["without"]["timeout"] == 0
+    assert r.errors["timeouts"] == with_canary["timeout"] and "time limit of 0.25 s" in r.errors["limit_messages"][0]
+    assert r.violation and r.epsilon_lower > 1.0, r.summary()
+    assert "time-outs" in r.summary()
+    json.dumps(r.to_dict(), default=float)
+
+
+def test_worker_deaths_in_some_runs_are_counted_not_hidden():
+    r = audit(broken.AbortSometimes, trials=300, design="mirror", workers=2)
+    assert 0.04 * 300 < r.errors["worker_deaths"] == r.errors["count"] < 0.2 * 300
+    assert "SIGABRT" in r.errors["limit_messages"][0]
+    n_err = sum(o["error"] for o in r.outcomes.values())
+    assert n_err == r.errors["count"] and "worker deaths" in r.summary()
+
+
 def test_plugin_string_and_cli_json(capsys):
     from dpstats import cli
 
@@ -168,7 +208,15 @@ def raising_plugin(tmp_path, monkeypatch):
     (["audit", "adaptive_clip", "--confidence", "0"], "--confidence must lie in (0, 1)"),
     (["audit", "adaptive_clip", "--trials", "20"], "--trials: 20 releases cannot give any bound"),
     (["audit", "tests.audit_broken:CrashAlways", "--trials", "200"], "raised (or gave no finite estimate) in every one"),
-    (["audit", "adaptive_clip", "--instance", "no_such_instance"], "--instance"),
+    (["audit", "adaptive_clip", "--instance", "no_such_instance"], "--instance: no instance 'no_such_instance'"),
+    (["audit", "tests.audit_broken:NoSuchClass"], "algorithm: plugin module 'tests.audit_broken' has no attribute"),
+    (["audit", "adaptive_clip", "--workers", "0"], "--workers must be at least 1"),
+    (["audit", "adaptive_clip", "--time-limit", "0"], "--time-limit must be a positive number"),
+    (["audit", "adaptive_clip", "--memory-limit", "-1"], "--memory-limit must be a positive number"),
+    (["audit", "adaptive_clip", "--levels", "1"], "--levels must be an integer of at least 2"),
+    (["audit", "adaptive_clip", "--n", "5"], "--n must be an integer of at least 10"),
+    (["audit", "adaptive_clip", "--delta", "1"], "--delta must lie in [0, 1)"),
+    (["audit", "adaptive_clip", "--epsilon", "0"], "--epsilon must be a positive finite number"),
 ])
 def test_bad_input(argv, needle, capsys):
     from dpstats import cli
