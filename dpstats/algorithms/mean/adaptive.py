@@ -25,6 +25,7 @@ only ``n``, ``d`` and the public bounds, and spend exactly their zCDP budget.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from scipy import stats
@@ -135,13 +136,83 @@ _BOX_DETAILS = {
 }
 
 
-def _box_release(algo, X, center, half, acc, rng, **details):
+def _interval_parts(n: int, var_z: np.ndarray, noise_var_z: np.ndarray, half: np.ndarray, find: np.ndarray,
+                    kstar: float, excess: tuple[np.ndarray, float, float] | None = None,
+                    edge: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Standard error and clipping allowance of a clipped mean in raw units (post-processing).
+
+    ``var_z`` is a private variance of the scaled rows, ``noise_var_z`` the
+    variance of the privacy noise on their mean (both in ``z`` units). The
+    allowance ``kstar h / n`` for a column with a private range assumes the
+    about ``kstar`` points left beyond each end of it lie within one more
+    half-width (a light-tail assumption, not a bound); 0 for a publicly
+    bounded column, whose clipping the user declared.
+    """
+    se = half * np.sqrt(np.maximum(var_z, 0.0) / n + noise_var_z)
+    if excess is None:
+        return se, np.where(find, kstar * half / n, 0.0)
+    ex, sig, stretch = excess
+    # the released excess estimates the clipping bias inside the stretched box (its noise enters the
+    # standard error); beyond it, the light-tail allowance at the stretched half-width
+    se = np.sqrt(se**2 + np.where(find, (sig * (stretch - 1.0) * half) ** 2, 0.0))
+    bias = np.where(find, np.abs(ex) + kstar * stretch * half / n, 0.0)
+    if edge is not None:
+        se = np.where(find & edge, np.inf, se)
+    return se, bias
+
+
+def range_failed(m2: np.ndarray, sig: float, limit: float = 0.35) -> np.ndarray:
+    """Columns whose released mean of ``clip(z)^2`` says most rows sit at the clip (post-processing).
+
+    Inside a range that holds the data, ``mean(z^2)`` is about 0.1 (Gaussian
+    rows in a 3-sd box) to 1/3 (uniform rows); near 1 the range collapsed
+    or missed the data, and the clipped mean is then biased by an unknown
+    amount: its interval must be infinite. ``limit`` plus three noise
+    standard deviations ``sig``.
+    """
+    return np.asarray(m2, dtype=float) > limit + 3.0 * sig
+
+
+def clipping_excess(X: np.ndarray, center: np.ndarray, half: np.ndarray, stretch: float, acc, fraction: float,
+                    rng: np.random.Generator) -> tuple[np.ndarray, float]:
+    """Private mean of what clipping to ``center +- half`` removes, within a box ``stretch`` times wider.
+
+    Row ``i`` contributes ``e_i = clip(x_i, c -+ s h) - clip(x_i, c -+ h)``, in
+    ``[-(s - 1) h, (s - 1) h]`` per column; scaled to ``[-1, 1]^d'`` its mean has
+    replace-one L2 sensitivity ``2 sqrt(d') / n`` (one Gaussian mechanism,
+    ``fraction`` of rho). Returns the released mean excess in raw units
+    (the estimated clipping bias of the box mean, up to what lies beyond the
+    wider box) and the noise standard deviation in scaled units.
+    """
+    n, d = X.shape
+    live = half > 0
+    out = np.zeros(d)
+    w = (stretch - 1.0) * half[live]
+    e = (np.clip(X[:, live], center[live] - stretch * half[live], center[live] + stretch * half[live])
+         - np.clip(X[:, live], center[live] - half[live], center[live] + half[live])) / w
+    sens = 2.0 * math.sqrt(max(int(live.sum()), 1)) / n
+    sig = acc.gaussian_sigma(sens, fraction=fraction)
+    m = acc.gaussian("clipping excess (stretched box)", np.mean(e, axis=0), sensitivity=sens, sigma=sig, rng=rng,
+                     note="excess in [-1,1]^d after scaling by (stretch-1) h: sensitivity 2 sqrt(d)/n")
+    out[live] = w * m
+    return out, sig
+
+
+def _box_release(algo, X, center, half, acc, rng, *, se_share=0.0, find=None, kstar=0.5, var_z=None, stretch=3.0,
+                 second=None, second_sig=0.0, **details):
     """Gaussian mean of the rows clipped to the box ``center +- half`` with the remaining budget.
 
     Degenerate columns (``half == 0``: a public constant, or a private range
     whose two tail scales were both drawn as 0) are returned as their centre,
     a public or released value, and take no noise. The scaled rows ``z`` lie in ``[-1, 1]^d'``,
     so the replace-one L2 sensitivity of their mean is ``2 sqrt(d') / n``.
+
+    With ``se_share > 0`` that share of the remaining budget first releases
+    the mean of ``clip(z)^2`` (in ``[0, 1]^d'``: sensitivity ``sqrt(d') / n``)
+    for a standard error (:func:`_interval_parts`); a degenerate column's
+    standard error is then infinite (it could not be localised). A private
+    ``var_z`` already released (the whitened path's second moment) is used
+    instead, at no cost.
     """
     n, d = X.shape
     live = half > 0
@@ -149,12 +220,42 @@ def _box_release(algo, X, center, half, acc, rng, **details):
     dl = int(live.sum())
     Z = (X[:, live] - center[live]) / half[live]
     ones = np.ones(dl)
+    want = se_share > 0
+    find = np.ones(d, bool) if find is None else np.asarray(find, bool)
+    r0 = acc.remaining / acc.rho  # the shares below are of the budget left at this point
+    # interval part (se_share of it): the clipping excess for private ranges, the second moments unless given
+    share_x = (se_share * (2.0 / 3.0 if var_z is None else 1.0)) if (want and find.any()) else 0.0
+    share_v = (se_share - share_x) if (want and var_z is None) else 0.0
+    excess = None
+    if share_x > 0:
+        ex, sig_x = clipping_excess(X, center, half, stretch, acc, share_x * r0, rng)
+        excess = (ex, sig_x, stretch)
+    m2 = sig_v = None
+    if share_v > 0:
+        sens_v = math.sqrt(max(dl, 1)) / n
+        sig_v = acc.gaussian_sigma(sens_v, fraction=share_v * r0)
+        m2 = acc.gaussian("clipped second moment (box)", np.mean(np.clip(Z, -1.0, 1.0) ** 2, axis=0),
+                          sensitivity=sens_v, sigma=sig_v, rng=rng,
+                          note="z^2 in [0,1]^d: sensitivity sqrt(d)/n (replace-one)")
     sens = 2.0 * math.sqrt(max(dl, 1)) / n
     sigma = acc.gaussian_sigma(sens, fraction=acc.remaining / acc.rho)
     noisy = acc.gaussian("clipped mean (box)", clipped_mean(Z, -ones, ones), sensitivity=sens, sigma=sigma, rng=rng,
                          note="box [-1,1]^d after scaling: sensitivity 2 sqrt(d)/n")
     est[live] = center[live] + half[live] * noisy
-    return algo.release(est, acc, center=center, half=half, final="box", **details)
+    out = algo.release(est, acc, center=center, half=half, final="box", **details)
+    if not want:
+        return out
+    if var_z is None:
+        var_z = np.zeros(d)
+        var_z[live] = n / max(n - 1, 1) * np.maximum(m2 - noisy * noisy, 0.0) + sig_v  # one noise sd: errs wide
+    edge = np.zeros(d, bool)
+    if m2 is not None:
+        edge[live] = range_failed(m2, sig_v)
+    elif second is not None:
+        edge = range_failed(second, second_sig)
+    se, bias = _interval_parts(n, var_z, np.full(d, sigma**2), half, find, kstar, excess, edge)
+    se = np.where(live, se, np.inf)
+    return replace(out, std_error=se, df=float(max(n - 1, 1)), bias_bound=bias)
 
 
 _COMMON = {
@@ -251,7 +352,14 @@ class AdaptiveWhiten(Algorithm):
         "floor": Param(1.0, "ours: eigenvalue floor in units of the covariance noise times sqrt(d); tuned over {0.5, 1, 2, 4}"),
         "low_signal": Param(100.0, "ours: below n sqrt(rho) = 100 the covariance is mostly noise; tuned over {100, 200, 300}"),
         "range_low": Param(0.5, "ours: range share in the low-signal regime (as adaptive_clip)"),
+        "se_share": Param(0.0, "ours: share of the final step's budget for the clipped second moments on the box "
+                               "paths (0: point release only; the whitened path's standard error is free); the "
+                               "API's intervals use interval_params"),
+        "stretch": Param(3.0, "ours: the clipping excess is measured inside a box this many times wider"),
     }
+    #: the method gives a standard error and an interval with these hyperparameters (the API's default)
+    intervals = True
+    interval_params = {"se_share": 0.3, "stretch": 1.5}
     public_details = {
         **_BOX_DETAILS,
         "final": "paid statistic: the final step ('box' or 'ball') chosen from `radius of u` and the eigenvalues of the "
@@ -287,7 +395,8 @@ class AdaptiveWhiten(Algorithm):
         center, half = (a + b) / 2.0, (b - a) / 2.0
         if boxed or np.any(half <= 0):
             why = "low signal" if low else ("d = 1" if d == 1 else ("all bounded" if not find.any() else "constant column"))
-            return _box_release(self, X, center, half, acc, rng, path=why)
+            return _box_release(self, X, center, half, acc, rng, se_share=float(p["se_share"]), find=find,
+                                kstar=kstar, stretch=float(p["stretch"]), path=why)
         Z = np.clip((X - center) / half, -1.0, 1.0)
         # 3. radius of z for the covariance step (public grid on [0, sqrt(d)])
         eps_b = acc.em_epsilon(b_share * rho / 2.0, bound="bounded_range")
@@ -322,12 +431,28 @@ class AdaptiveWhiten(Algorithm):
         # 6. the final step with the smaller expected Mahalanobis noise under S
         e_box = 4.0 * d * float(np.sum(1.0 / lam))
         e_ball = 4.0 * R * R * d
+        # a private variance of each scaled column from the released second moment (free; one noise sd added)
+        var_z = n / max(n - 1, 1) * np.maximum(np.diag(S), 0.0) + sig_m
+        want_se = float(p["se_share"]) > 0
         if e_box <= e_ball:
-            return _box_release(self, X, center, half, acc, rng, path="box chosen", radius=R, eigenvalues=lam)
+            return _box_release(self, X, center, half, acc, rng, se_share=float(p["se_share"]), find=find,
+                                kstar=kstar, var_z=var_z, stretch=float(p["stretch"]), second=np.diag(M)[:d],
+                                second_sig=sig_m, path="box chosen", radius=R, eigenvalues=lam)
+        excess = None
+        if want_se:
+            ex, sig_x = clipping_excess(X, center, half, float(p["stretch"]), acc,
+                                        float(p["se_share"]) * acc.remaining / rho, rng)
+            excess = (ex, sig_x, float(p["stretch"]))
         sens = 2.0 * R / n
         sigma = acc.gaussian_sigma(sens, fraction=acc.remaining / rho)
         u_est = acc.gaussian("clipped mean (whitened ball)", ball_mean(U, cu, R), sensitivity=sens, sigma=sigma,
                              rng=rng, note="ball of radius R: sensitivity 2R/n")
-        return self.release(
+        out = self.release(
             center + half * (Winv @ u_est), acc, center=center, half=half, final="ball", radius=R, eigenvalues=lam
         )
+        if not want_se:
+            return out
+        # noise N(0, sigma^2 I) in u is Winv N(0, sigma^2 I) in z
+        se, bias = _interval_parts(n, var_z, sigma**2 * np.sum(Winv * Winv, axis=1), half, find, kstar, excess,
+                                   range_failed(np.diag(M)[:d], sig_m))
+        return replace(out, std_error=se, df=float(max(n - 1, 1)), bias_bound=bias)

@@ -36,7 +36,7 @@ import numpy as np
 from dpstats.algorithms import register
 from dpstats.algorithms.base import Algorithm, Decline, Param, PublicFacts, Release, TaskData
 from dpstats.algorithms.mean._utils import DEFAULT_RANGE, exponential_epsilon_for, prior_box
-from dpstats.algorithms.mean.adaptive import private_column_ranges
+from dpstats.algorithms.mean.adaptive import private_column_ranges, range_failed
 from dpstats.privacy.accounting import ZCDPAccountant
 
 __all__ = ["KVInterval"]
@@ -68,8 +68,10 @@ class KVInterval(Algorithm):
        guarantee); 0 for publicly bounded columns, whose clipping the user
        declared.
 
-    A column whose private range collapsed (``h = 0``) gets an infinite
-    standard error: the method could not localise it.
+    A column whose private range collapsed (``h = 0``), or whose released
+    mean of ``z^2`` says most rows sit at the clip
+    (:func:`~dpstats.algorithms.mean.adaptive.range_failed`), gets an
+    infinite standard error: the method could not localise it.
     """
 
     name = "kv_interval"
@@ -141,6 +143,10 @@ class KVInterval(Algorithm):
         var_z = n / max(n - 1, 1) * np.maximum(m2 - m1 * m1, 0.0) + sig_v
         se = np.full(d, np.inf)
         se[live] = half[live] * np.sqrt(var_z / n + sig_m**2)
+        # a private range that most rows sit at the edge of missed the data: no interval (post-processing of m2)
+        failed = np.zeros(d, bool)
+        failed[live] = range_failed(m2, sig_v)
+        se[find & failed] = np.inf
         sd = np.full(d, np.nan)
         sd[live] = half[live] * np.sqrt(var_z)
         bias = np.where(find, half * 2.0 * kstar / (n * stretch * stretch), 0.0)
