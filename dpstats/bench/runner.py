@@ -35,6 +35,17 @@ and the trials are not reproducible bit for bit. The flag is stored with the
 run (``runs.config``) and with the results file (``meta``), and a file holds
 secure trials or ordinary ones, never both.
 
+Coverage benchmark
+------------------
+``--inference`` (``BenchConfig.inference``) runs the coverage design of
+:mod:`dpstats.bench.inference` instead of point trials: each trial draws a
+resample of the instance, runs the method and records its 95 % interval and
+the non-private interval of the study's SE type on the same draw, in the
+``intervals`` table of the results file. Without ``--algorithm`` it runs the
+algorithms whose class declares ``intervals = True``; a named algorithm is run
+as asked, and a release without an interval is stored as a marked failure
+(``error``: ``no interval: ...``).
+
 Examples
 --------
 Run the protocol on the public corpus with 2 local workers, then resume it
@@ -162,6 +173,8 @@ class BenchConfig:
         Progress bar (default: when stderr is a terminal).
     secure : bool
         Draw the noise with OpenDP's samplers (see :mod:`dpstats.privacy.randomness`).
+    inference : bool
+        Run the coverage benchmark (:mod:`dpstats.bench.inference`) instead of point trials.
     """
 
     corpus: str | None = None
@@ -179,6 +192,7 @@ class BenchConfig:
     memory_mb: float | None = None
     progress: bool | None = None
     secure: bool = False
+    inference: bool = False
 
 
 @dataclass(frozen=True)
@@ -276,7 +290,12 @@ def _source_of(cls: type, ref: str) -> str:
     return "entry-point"
 
 
-def select_algorithms(names: Sequence[str] | None, tasks: Sequence[str]) -> list[Selected]:
+def gives_intervals(cls: type) -> bool:
+    """Whether an algorithm class declares that its releases carry intervals (``intervals = True``)."""
+    return bool(getattr(cls, "intervals", False))
+
+
+def select_algorithms(names: Sequence[str] | None, tasks: Sequence[str], inference: bool = False) -> list[Selected]:
     """Resolve algorithm names and plugins for the given tasks.
 
     Parameters
@@ -284,8 +303,11 @@ def select_algorithms(names: Sequence[str] | None, tasks: Sequence[str]) -> list
     names : sequence of str or None
         Registry names (taken in every listed task that has them) or
         ``module:object`` plugins (run on their own task if it is listed).
-        None: every registered algorithm of the tasks.
+        None: every registered algorithm of the tasks (with ``inference``:
+        those that declare intervals, :func:`gives_intervals`).
     tasks : sequence of str
+    inference : bool
+        Selection for the coverage benchmark.
 
     Raises
     ------
@@ -305,7 +327,10 @@ def select_algorithms(names: Sequence[str] | None, tasks: Sequence[str]) -> list
     if not names:
         for task in tasks:
             for cls in list_algorithms(task):
-                add(cls, cls.name)
+                if not inference or gives_intervals(cls):
+                    add(cls, cls.name)
+        if inference and not out:
+            raise ValueError(f"--inference: no registered algorithm of task(s) {list(tasks)} gives intervals")
         return out
     for name in names:
         if ":" in name:
@@ -357,11 +382,13 @@ def select_instances(corpus: Corpus, tasks: Sequence[str], ids: Sequence[str] | 
 
 def make_plan(corpus: Corpus, algorithms: Sequence[Selected], instances: Sequence[InstanceSpec],
               epsilons: Sequence[float], delta: float, trials: int,
-              stored: set[tuple[str, str, str, float, float, int]] | None = None, secure: bool = False) -> Plan:
+              stored: set[tuple[str, str, str, float, float, int]] | None = None, secure: bool = False,
+              inference: bool = False) -> Plan:
     """All trials, grouped into jobs, minus the stored ones.
 
     Jobs are ordered by instance (corpus order), then algorithm, then epsilon;
-    ``secure`` marks every job secure (:attr:`dpstats.bench.trial.Job.secure`).
+    ``secure`` marks every job secure (:attr:`dpstats.bench.trial.Job.secure`),
+    ``inference`` makes them coverage jobs (:attr:`dpstats.bench.trial.Job.inference`).
     """
     stored = stored or set()
     root = str(corpus.root.resolve())
@@ -384,7 +411,8 @@ def make_plan(corpus: Corpus, algorithms: Sequence[Selected], instances: Sequenc
                     else:
                         todo.append((float(eps), float(delta), seed))
                 if todo:
-                    jobs.append(Job(sel.ref, root, spec.id, tuple(todo), secure=bool(secure)))
+                    jobs.append(Job(sel.ref, root, spec.id, tuple(todo), secure=bool(secure),
+                                    inference=bool(inference)))
     return Plan(corpus, list(algorithms), list(instances), tuple(float(e) for e in epsilons), float(delta), trials,
                 jobs, planned, skipped)
 
@@ -518,10 +546,11 @@ def _resolve(config: BenchConfig) -> tuple[Corpus, list[str], tuple[float, ...],
 def plan_bench(config: BenchConfig, store: Store | None = None) -> Plan:
     """The plan of a configuration (against a store's stored trials, if given)."""
     corpus, tasks, eps, delta, trials, per_study, _, _ = _resolve(config)
-    algos = select_algorithms(config.algorithms, tasks)
+    algos = select_algorithms(config.algorithms, tasks, config.inference)
     specs = select_instances(corpus, tasks, config.instances, per_study)
-    return make_plan(corpus, algos, specs, eps, delta, trials, store.stored_keys() if store else None,
-                     secure=config.secure)
+    stored = None if store is None else (store.stored_interval_keys() if config.inference else store.stored_keys())
+    return make_plan(corpus, algos, specs, eps, delta, trials, stored, secure=config.secure,
+                     inference=config.inference)
 
 
 def run_bench(config: BenchConfig, out: Any = None, log: Callable[[str], None] | None = None) -> BenchSummary:
@@ -557,8 +586,13 @@ def run_bench(config: BenchConfig, out: Any = None, log: Callable[[str], None] |
     if log is None:
         log = (lambda line: print(line, file=out, flush=True)) if out is not None else LOGGER.info
     corpus, tasks, eps, delta, trials, per_study, limits, preset = _resolve(config)
-    algos = select_algorithms(config.algorithms, tasks)
+    algos = select_algorithms(config.algorithms, tasks, config.inference)
     specs = select_instances(corpus, tasks, config.instances, per_study)
+    if config.inference:
+        for sel in algos:
+            if not gives_intervals(sel.cls):
+                log(f"dpstats bench: --inference: {sel.ref.task} algorithm {sel.ref.name!r} does not declare "
+                    "intervals; its trials are stored as 'no interval' failures unless its releases carry one")
     workers = config.workers if config.workers is not None else (
         len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
     if workers < 1:
@@ -574,7 +608,9 @@ def run_bench(config: BenchConfig, out: Any = None, log: Callable[[str], None] |
         store.bind_secure(config.secure)
         for sel in algos:
             store.add_algorithm(sel.cls.metadata(), sel.ref.ref, sel.source)
-        plan = make_plan(corpus, algos, specs, eps, delta, trials, store.stored_keys(), secure=config.secure)
+        plan = make_plan(corpus, algos, specs, eps, delta, trials,
+                         store.stored_interval_keys() if config.inference else store.stored_keys(),
+                         secure=config.secure, inference=config.inference)
         rng_desc = ("dpstats.privacy.randomness.SecureGenerator() (OpenDP noise, fresh entropy; the seed numbers the trial)"
                     if config.secure else "numpy.random.default_rng(seed)")
         run_config = {
@@ -583,6 +619,7 @@ def run_bench(config: BenchConfig, out: Any = None, log: Callable[[str], None] |
             "algorithms": [f"{s.ref.task}:{s.ref.name}" for s in algos], "algorithm_refs": [s.ref.ref for s in algos],
             "instances": [s.id for s in specs], "time_limit": limits.time, "memory_mb": limits.memory_mb,
             "workers": None if config.dask else workers, "dask": config.dask, "argv": sys.argv,
+            "inference": bool(config.inference),
         }
         run_id = store.start_run(corpus.name, root, corpus.is_public, run_config, plan.planned, plan.skipped)
         total = plan.to_run
@@ -590,7 +627,8 @@ def run_bench(config: BenchConfig, out: Any = None, log: Callable[[str], None] |
         log(f"dpstats bench: {total} trials to run, {plan.skipped} of {plan.planned} already stored; "
             f"{len(algos)} algorithms, {len(specs)} instances of corpus {corpus.name!r}, epsilon "
             f"{', '.join(f'{e:g}' for e in eps)}, {trials} trials; {where}; limits {limits.time:g} s, "
-            f"{limits.memory_mb:g} MB{'; secure noise (OpenDP)' if config.secure else ''}")
+            f"{limits.memory_mb:g} MB{'; secure noise (OpenDP)' if config.secure else ''}"
+            f"{'; coverage trials (--inference)' if config.inference else ''}")
         bar_out = out if out is not None else sys.stderr
         bar = config.progress if config.progress is not None else bool(getattr(bar_out, "isatty", lambda: False)())
         progress = _Progress(total, bar, log, bar_out)
@@ -606,9 +644,11 @@ def run_bench(config: BenchConfig, out: Any = None, log: Callable[[str], None] |
                 store.commit()
                 last_commit = time.monotonic()
 
+        add = store.add_interval if config.inference else store.add_trial
+
         def on_result(r: TrialResult) -> None:
             nonlocal ran, trial_seconds
-            if store.add_trial(r, run_id, commit=False):
+            if add(r, run_id, commit=False):
                 ran += 1
                 counts[r.status] += 1
                 trial_seconds += r.seconds

@@ -6,7 +6,10 @@ that no trial is ever stored twice; the runs that wrote them (``runs``: dpstats
 version, platform, corpus, configuration); the algorithms (``algorithms``:
 interpretation class, citation, defaults, where they came from); and the
 instances (``instances``: study, task, n, d, the non-private estimate and the
-baseline).
+baseline). The coverage benchmark (``dpstats bench --inference``, see
+:mod:`dpstats.bench.inference`) stores its trials in the table ``intervals``
+of the same file, with the same unique key: a coverage trial runs on a
+resample, so it is never mixed with the point trials.
 
 The file is in WAL mode and every trial is committed as it finishes, so a run
 that is killed (even with SIGKILL) loses at most the trials that were running,
@@ -49,6 +52,7 @@ __all__ = [
     "read_algorithms",
     "read_instances",
     "read_meta",
+    "read_intervals",
 ]
 
 SCHEMA_VERSION = 1
@@ -131,7 +135,45 @@ CREATE TABLE IF NOT EXISTS trials (
     finished_at TEXT,
     UNIQUE (algorithm, task, instance, epsilon, delta, seed)
 );
+CREATE TABLE IF NOT EXISTS intervals (
+    id INTEGER PRIMARY KEY,
+    algorithm TEXT NOT NULL,
+    interpretation TEXT NOT NULL,
+    instance TEXT NOT NULL,
+    study TEXT NOT NULL,
+    task TEXT NOT NULL,
+    epsilon REAL NOT NULL,
+    delta REAL NOT NULL,
+    seed INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ({", ".join(repr(s) for s in STATUSES)})),
+    error TEXT,
+    level REAL,
+    se_type TEXT,
+    n INTEGER,
+    d INTEGER,
+    n_draw INTEGER,
+    truth TEXT,
+    study_low TEXT,
+    study_high TEXT,
+    estimate TEXT,
+    low TEXT,
+    high TEXT,
+    np_estimate TEXT,
+    np_low TEXT,
+    np_high TEXT,
+    covered REAL,
+    np_covered REAL,
+    width_ratio REAL,
+    seconds REAL,
+    peak_mb REAL,
+    run_id INTEGER REFERENCES runs(run_id),
+    finished_at TEXT,
+    UNIQUE (algorithm, task, instance, epsilon, delta, seed)
+);
 """
+
+#: the JSON columns of the ``intervals`` table (lists, one value per coordinate)
+_INTERVAL_JSON = ("truth", "study_low", "study_high", "estimate", "low", "high", "np_estimate", "np_low", "np_high")
 
 
 class StoreMismatch(ValueError):
@@ -360,6 +402,55 @@ class Store:
             self.con.commit()
         return cur.rowcount == 1
 
+    def stored_interval_keys(self) -> set[tuple[str, str, str, float, float, int]]:
+        """Keys ``(algorithm, task, instance, epsilon, delta, seed)`` of the stored coverage trials."""
+        rows = self.con.execute("SELECT algorithm, task, instance, epsilon, delta, seed FROM intervals")
+        return {(a, t, i, float(e), float(dl), int(s)) for a, t, i, e, dl, s in rows}
+
+    def add_interval(self, r: TrialResult, run_id: int | None = None, commit: bool = True) -> bool:
+        """Store one coverage trial (``r.interval`` holds its interval record); False when already stored.
+
+        A failed trial (timeout, memory, a dead worker) arrives without an
+        interval record: it is stored as not covering, with an infinite width
+        ratio.
+        """
+        import math
+
+        rec = dict(r.interval or {})
+        if r.interval is None:
+            rec.update(covered=0.0, np_covered=math.nan, width_ratio=math.inf)
+
+        def js(k: str) -> str | None:
+            v = rec.get(k)
+            return None if v is None else json.dumps(list(v))
+
+        est = None if r.estimate is None else json.dumps(list(r.estimate))
+        np_cov = rec.get("np_covered")
+        np_cov = None if np_cov is None or (isinstance(np_cov, float) and math.isnan(np_cov)) else float(np_cov)
+        try:
+            cur = self.con.execute(
+                "INSERT OR IGNORE INTO intervals (algorithm, interpretation, instance, study, task, epsilon, delta,"
+                " seed, status, error, level, se_type, n, d, n_draw, truth, study_low, study_high, estimate, low,"
+                " high, np_estimate, np_low, np_high, covered, np_covered, width_ratio, seconds, peak_mb, run_id,"
+                " finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                " ?, ?, ?, ?, ?)",
+                (r.algorithm, r.interpretation, r.instance, r.study, r.task, float(r.epsilon), float(r.delta),
+                 int(r.seed), r.status, r.error, rec.get("level"), rec.get("se_type"), int(r.n), int(r.d),
+                 rec.get("n_draw"), js("truth"), js("study_low"), js("study_high"), est, js("low"), js("high"),
+                 js("np_estimate"), js("np_low"), js("np_high"), float(rec.get("covered", 0.0)), np_cov,
+                 float(rec.get("width_ratio", math.inf)), r.seconds, r.peak_mb, run_id, _now()),
+            )
+        except BaseException:
+            self.con.rollback()
+            raise
+        if commit:
+            self.con.commit()
+        return cur.rowcount == 1
+
+    def count_intervals(self) -> int:
+        """Number of stored coverage trials."""
+        return int(self.con.execute("SELECT COUNT(*) FROM intervals").fetchone()[0])
+
     def commit(self) -> None:
         """Commit the trials added with ``commit=False``."""
         self.con.commit()
@@ -466,3 +557,31 @@ def read_algorithms(path: str | os.PathLike[str]) -> pd.DataFrame:
 def read_instances(path: str | os.PathLike[str]) -> pd.DataFrame:
     """The instances of the stored trials (``estimate`` and ``facts`` decoded)."""
     return _read_table(path, "SELECT * FROM instances ORDER BY task, instance", ["estimate", "facts"])
+
+
+def read_intervals(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """The stored coverage trials (``dpstats bench --inference``), one row per trial.
+
+    Columns: :data:`dpstats.bench.inference.INTERVAL_COLUMNS` then ``corpus``.
+    The per-coordinate columns (``truth``, ``low``, ``high``, ``np_low``, ...)
+    are JSON lists; ``covered`` and ``np_covered`` are the shares of
+    coordinates each interval covers, ``width_ratio`` the median ratio of the
+    widths (``inf`` for an infinite interval or a failure). A file written
+    before the table existed gives an empty frame.
+    """
+    from dpstats.bench.inference import INTERVAL_COLUMNS
+
+    con = _open_existing(path)
+    try:
+        meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
+        has = con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'intervals'").fetchone()
+        rows = con.execute(
+            f"SELECT {', '.join(INTERVAL_COLUMNS)} FROM intervals ORDER BY task, algorithm, instance, epsilon, delta, "
+            "seed").fetchall() if has else []
+    finally:
+        con.close()
+    df = pd.DataFrame.from_records(rows, columns=list(INTERVAL_COLUMNS))
+    df["corpus"] = meta.get("corpus_name")
+    for c in ("epsilon", "delta", "level", "covered", "np_covered", "width_ratio", "seconds", "peak_mb"):
+        df[c] = pd.to_numeric(df[c]).astype(float)
+    return df

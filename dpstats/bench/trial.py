@@ -227,6 +227,9 @@ class Job:
         Draw each trial's noise with a :class:`~dpstats.privacy.randomness.SecureGenerator`
         (OpenDP's samplers, fresh entropy) instead of ``default_rng(seed)``;
         ``seed`` then only numbers the trial.
+    inference : bool
+        Coverage trials (:mod:`dpstats.bench.inference`): each trial runs on a
+        resample of the instance's rows and records its interval.
     """
 
     algorithm: AlgorithmRef
@@ -234,6 +237,7 @@ class Job:
     instance: str
     trials: tuple[tuple[float, float, int], ...]
     secure: bool = False
+    inference: bool = False
 
     def tail(self, start: int) -> "Job":
         """The job from trial ``start`` on."""
@@ -378,6 +382,8 @@ class TrialResult:
     peak_mb: float
     n: int
     d: int
+    #: a coverage trial's interval record (:func:`dpstats.bench.inference.run_inference_trial`); None otherwise
+    interval: dict[str, Any] | None = None
 
     @property
     def key(self) -> tuple[str, str, str, float, float, int]:
@@ -781,7 +787,12 @@ def _worker_loop(conn: Connection, state: _SharedState) -> None:
             _serve_calls(conn, state, job, limit, job_no, begin, stats)
             continue
         try:
-            problem = load_problem(job.corpus, job.instance)
+            if job.inference:
+                from dpstats.bench.inference import load_inference_problem, run_inference_trial
+
+                problem: Any = load_inference_problem(job.corpus, job.instance)
+            else:
+                problem = load_problem(job.corpus, job.instance)
             algo_cls = job.algorithm.load()
         except BaseException as exc:  # noqa: BLE001
             conn.send(("job_error", _describe(exc)))
@@ -794,13 +805,20 @@ def _worker_loop(conn: Connection, state: _SharedState) -> None:
             rss0, vms0 = begin()
             state.write(job_no, i, time.monotonic(), rss0, True)
             _set_as_limit(vms0 + int(AS_FACTOR * limit))
+            inf_result = None
             try:
-                kind, message, est, seconds = execute(algo_cls, problem, eps, dlt, seed, job.secure)
+                if job.inference:
+                    inf_result = run_inference_trial(algo_cls, problem, job.algorithm, eps, dlt, seed, job.secure)
+                else:
+                    kind, message, est, seconds = execute(algo_cls, problem, eps, dlt, seed, job.secure)
             finally:
                 _set_as_limit(None)
                 state.write(job_no, i, 0.0, rss0, False)
             peak_mb = max((stats.peak() if stats is not None else _peak_self()) - rss0, 0) / _MB
-            pending.append(score(problem, job.algorithm, eps, dlt, seed, kind, message, est, seconds, peak_mb))
+            if inf_result is not None:
+                pending.append(replace(inf_result, peak_mb=float(peak_mb)))
+            else:
+                pending.append(score(problem, job.algorithm, eps, dlt, seed, kind, message, est, seconds, peak_mb))
             now = time.monotonic()
             if i == last or now - last_send >= FLUSH_INTERVAL:
                 conn.send(("done", pending, i == last))

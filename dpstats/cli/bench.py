@@ -46,6 +46,10 @@ def _build_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--secure", action="store_true",
                    help="draw the Gaussian and Laplace noise with OpenDP's samplers (needs dpstats[secure]); "
                         "trials are then not reproducible bit for bit")
+    p.add_argument("--inference", action="store_true",
+                   help="run the coverage benchmark: each trial resamples the instance, runs the method and stores "
+                        "its 95%% interval beside the non-private one of the study's SE type (default algorithms: "
+                        "those with intervals)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and stop")
     return p
 
@@ -55,13 +59,16 @@ def _config_from_args(args: argparse.Namespace) -> BenchConfig:
         corpus=args.corpus, tasks=args.task, epsilons=args.epsilon, delta=args.delta, algorithms=args.algorithm,
         instances=args.instance, trials=args.trials, results=args.results, workers=args.workers, dask=args.dask,
         preset=args.preset, time_limit=args.time_limit, memory_mb=args.memory_limit, progress=args.progress,
-        secure=bool(getattr(args, "secure", False)),
+        secure=bool(getattr(args, "secure", False)), inference=bool(getattr(args, "inference", False)),
     )
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Handler of ``dpstats bench``: 0 when the run completes (failed trials are results), 130 if interrupted."""
     config = _config_from_args(args)
+    if config.inference and config.dask:
+        print("dpstats: --inference runs on local workers only (drop --dask)", file=sys.stderr)
+        return 2
     if args.dry_run:
         store = Store(config.results) if Path(config.results).is_file() else None
         try:

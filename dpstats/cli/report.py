@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from dpstats.bench import evaluation as ev
-from dpstats.bench.report import _default_results, build_release, instance_facts, load_trials, write_report
+from dpstats.bench.report import _default_results, build_release, instance_facts, load_intervals, load_trials, \
+    write_report
 
 
 def add_report_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -34,27 +35,33 @@ def cmd_report(args: argparse.Namespace) -> int:
     paths = args.results or [_default_results()]
     try:
         trials = load_trials(paths)
+        intervals = load_intervals(paths)
     except FileNotFoundError as exc:
         print(f"dpstats: {exc} (run dpstats bench first, or pass --results)", file=sys.stderr)
         return 2
-    if trials.empty:
+    if trials.empty and intervals.empty:
         print("dpstats: the results hold no trials", file=sys.stderr)
         return 2
     corpus = Corpus(args.corpus) if args.corpus else None
     facts = None
-    if not args.no_site:
+    if not args.no_site and not trials.empty:
         facts = instance_facts(trials, corpus=corpus, results=paths)
     from dpstats.api import DEFAULT_METHODS
 
     res = write_report(trials, args.out, facts=facts, explore=args.explore, site=not args.no_site,
-                       defaults=DEFAULT_METHODS)
+                       defaults=DEFAULT_METHODS, intervals=intervals)
     lb = res["leaderboard"]
+    if trials.empty:
+        print(f"{len(intervals)} coverage trials, {len(res['coverage'])} coverage rows; wrote {len(res['files'])} "
+              f"files to {args.out}" + ("" if args.no_site else f" (open {Path(args.out) / 'index.html'})"))
+        return 0
     problems = ev.verify_leaderboard(Path(args.out) / "trials.csv", Path(args.out) / "leaderboard.csv")
     if problems:  # pragma: no cover - a bug, reported loudly
         print("dpstats: leaderboard.csv does not agree with trials.csv:\n  " + "\n  ".join(problems[:20]),
               file=sys.stderr)
         return 1
-    print(f"{len(trials)} trials, {len(lb)} leaderboard rows; wrote {len(res['files'])} files to {args.out}"
+    extra = f", {len(intervals)} coverage trials" if not intervals.empty else ""
+    print(f"{len(trials)} trials{extra}, {len(lb)} leaderboard rows; wrote {len(res['files'])} files to {args.out}"
           + ("" if args.no_site else f" (open {Path(args.out) / 'index.html'})"))
     return 0
 

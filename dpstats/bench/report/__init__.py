@@ -10,6 +10,10 @@ results file written by ``dpstats bench``, or a ``trials.csv``) and writes
 * ``profiles.csv``: the exact performance profiles behind the plots (the
   step points of :func:`dpstats.bench.evaluation.profile` for every task, privacy
   level and slice);
+* with coverage trials (``dpstats bench --inference``): ``intervals.csv``
+  (one row per coverage trial), ``coverage.csv``
+  (:func:`dpstats.bench.inference.coverage_table`), a Coverage page per task
+  and a forest plot on each ``sce`` instance's Explore page;
 * a static site (plain HTML and CSS, no scripts, no network resources; it
   works from ``file://``): ``index.html``; a Leaderboard page per task and
   privacy level with the slices, each with its table and its performance
@@ -36,14 +40,15 @@ figures), :mod:`~dpstats.bench.report.site` (the pages) and
 
 from __future__ import annotations
 
-from dpstats.bench.report.loading import _default_results as _default_results, instance_facts, load_trials, profiles_table, \
-    public_instance_ids
+from dpstats.bench.report.loading import _default_results as _default_results, instance_facts, load_intervals, \
+    load_trials, profiles_table, public_instance_ids
 from dpstats.bench.report.plots import COLORS, TAU_MAX, plot_profiles, plot_trials
 from dpstats.bench.report.release import build_release, corpus_instance_table
 from dpstats.bench.report.site import SLICE_LABELS, SLICE_TAGS, TASK_LABELS, profile_leaders, write_report
 
 __all__ = [
     "load_trials",
+    "load_intervals",
     "instance_facts",
     "profiles_table",
     "plot_profiles",

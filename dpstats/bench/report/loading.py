@@ -11,7 +11,7 @@ import pandas as pd
 
 from dpstats.bench import evaluation as ev
 
-__all__ = ["load_trials", "instance_facts", "public_instance_ids", "profiles_table"]
+__all__ = ["load_trials", "load_intervals", "instance_facts", "public_instance_ids", "profiles_table"]
 
 
 def _default_results() -> str:
@@ -65,6 +65,36 @@ def load_trials(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
         if c in out.columns:
             out[c] = out[c].where(~out[c].isin(["None", "nan"]), None)
     return out
+
+def load_intervals(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
+    """Read coverage trials (``dpstats bench --inference``) from results files or ``intervals.csv`` files.
+
+    A results file without coverage trials, or a CSV of point trials,
+    contributes nothing; the frame is empty when no file has any.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    frames = []
+    for p in map(Path, paths):
+        if not p.is_file():
+            raise FileNotFoundError(f"no results file {p}")
+        if _is_sqlite(p):
+            from dpstats.bench.store import read_intervals
+
+            df = read_intervals(p)
+        else:
+            head = pd.read_csv(p, nrows=0)
+            if "covered" not in head.columns or "np_covered" not in head.columns:
+                continue
+            df = pd.read_csv(p, keep_default_na=True)
+        if df.empty:
+            continue
+        if "corpus" not in df.columns:
+            df["corpus"] = p.stem
+        df["corpus"] = df["corpus"].fillna(p.stem).astype(str)
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
 
 def _store_instances(paths: Iterable[str | os.PathLike[str]]) -> pd.DataFrame:
     frames = []

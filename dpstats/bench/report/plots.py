@@ -8,7 +8,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["COLORS", "LINESTYLES", "TAU_MAX", "plot_profiles", "plot_trials"]
+__all__ = ["COLORS", "LINESTYLES", "TAU_MAX", "plot_profiles", "plot_trials", "plot_coverage", "plot_forest"]
 
 #: curve colours (Okabe-Ito, then grey shades); none of them is used by the page CSS
 COLORS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -189,3 +189,136 @@ def plot_trials(rows: Sequence[tuple[str, Sequence[float], Sequence[float]]], st
     return _save(fig, stem)
 
 
+
+
+def plot_coverage(series: Sequence[Mapping[str, Any]], stem: Path, title: str, level: float = 0.95) -> list[Path]:
+    """Coverage and median width ratio against ε: two panels, one line per method.
+
+    Parameters
+    ----------
+    series : sequence of mappings
+        Each with ``label``, ``epsilons``, ``coverage``, ``coverage_se`` and
+        ``width`` (median width ratio; ``inf`` is drawn at the top edge), and
+        optionally ``reference`` (True for the non-private interval: dashed,
+        black).
+    stem : Path
+    title : str
+    level : float
+        The nominal level (a dotted line on the coverage panel).
+    """
+    fig = _figure(9.0, 3.6)
+    ax1 = fig.add_subplot(1, 2, 1)
+    ax2 = fig.add_subplot(1, 2, 2)
+    widths = [w for s in series for w in s["width"] if math.isfinite(w) and w > 0]
+    top = max(widths + [2.0]) * 2.0
+    k = 0
+    for s in series:
+        eps = np.asarray(s["epsilons"], dtype=float)
+        ref = bool(s.get("reference"))
+        color = "#000000" if ref else COLORS[k % len(COLORS)]
+        style = "--" if ref else LINESTYLES[(k // len(COLORS)) % len(LINESTYLES)]
+        if not ref:
+            k += 1
+        cov = np.asarray(s["coverage"], dtype=float)
+        se = np.asarray(s["coverage_se"], dtype=float)
+        ax1.errorbar(eps, cov, yerr=2 * se, color=color, linestyle=style, marker="o", markersize=4, capsize=3,
+                     linewidth=1.5, label=s["label"])
+        w = np.asarray(s["width"], dtype=float)
+        shown = np.where(np.isfinite(w), w, top)
+        ax2.plot(eps, shown, color=color, linestyle=style, marker="o", markersize=4, linewidth=1.5)
+        inf = ~np.isfinite(w)
+        if inf.any():
+            ax2.plot(eps[inf], shown[inf], marker="^", color=color, linestyle="none", markersize=7)
+    ax1.axhline(level, color="#999999", linewidth=0.8, linestyle=":")
+    ax1.set_ylim(max(0.0, min([0.5] + [c for s in series for c in s["coverage"] if math.isfinite(c)]) - 0.05), 1.02)
+    ax1.set_ylabel(f"coverage of the truth (nominal {level:g})")
+    ax2.set_yscale("log")
+    ax2.set_ylim(0.5, top * 1.3)
+    ax2.set_ylabel("median width ratio (private / non-private)")
+    all_eps = sorted({float(e) for s in series for e in s["epsilons"]})
+    for ax in (ax1, ax2):
+        _log_axis(ax)
+        if all_eps:
+            ax.set_xticks(all_eps)
+            ax.set_xlim(all_eps[0] / 1.4, all_eps[-1] * 1.4)
+        ax.set_xlabel("ε")
+        ax.grid(True, which="major", alpha=0.25)
+    ax1.set_title("coverage ± 2 binomial SE", fontsize=9)
+    ax2.set_title("width ratio (▲ = infinite)", fontsize=9)
+    fig.suptitle(title, fontsize=10)
+    leg = ax1.legend(fontsize=7, loc="upper left", bbox_to_anchor=(2.35, 1.0), frameon=False)
+    fig.draw_without_rendering()
+    legend_in = leg.get_window_extent().width / fig.dpi + 0.3
+    width = 9.0 + legend_in
+    fig.set_size_inches(width, 3.6)
+    fig.subplots_adjust(left=0.7 / width, right=1 - (legend_in + 0.1) / width, wspace=0.35, bottom=0.15, top=0.84)
+    return _save(fig, stem)
+
+
+def plot_forest(study: tuple[float, float, float], rows: Sequence[Mapping[str, Any]], stem: Path, title: str
+                ) -> list[Path]:
+    """Forest plot: the study's estimate and interval above the private intervals, one row per method and ε.
+
+    Parameters
+    ----------
+    study : (estimate, low, high)
+        The study's estimate and interval (the non-private one of its SE type on all rows).
+    rows : sequence of mappings
+        Each with ``label`` (left), ``note`` (right), ``lows`` and ``highs``
+        (one interval per trial, drawn thin) and optionally ``reference``
+        (the non-private interval on the same draws: grey).
+    stem : Path
+    title : str
+    """
+    est, slo, shi = (float(v) for v in study)
+    half = max(shi - slo, 1e-12) / 2.0
+    lo_x = min(est - 6 * half, 0.0 - half)
+    hi_x = max(est + 6 * half, 0.0 + half)
+    fig = _figure(8.0, max(2.2, 0.3 * (len(rows) + 1) + 1.2))
+    ax = fig.add_subplot(1, 1, 1)
+    ax.plot([slo, shi], [0, 0], color="#000000", linewidth=3.0, solid_capstyle="butt")
+    ax.plot([est], [0], marker="D", color="#000000", markersize=6)
+    labels = ["study (all rows)"]
+    notes = [""]
+    eps_colors: dict[str, str] = {}
+    for y, r in enumerate(rows, start=1):
+        key = str(r.get("color_key", r["label"]))
+        color = "#888888" if r.get("reference") else eps_colors.setdefault(key, COLORS[len(eps_colors) % len(COLORS)])
+        lows = np.asarray(r["lows"], dtype=float)
+        highs = np.asarray(r["highs"], dtype=float)
+        m = len(lows)
+        offs = np.linspace(-0.25, 0.25, m) if m > 1 else np.zeros(1)
+        for off, a, b in zip(offs, lows, highs):
+            if not (math.isfinite(a) or a == -math.inf) or not (math.isfinite(b) or b == math.inf):
+                continue
+            a_c, b_c = max(a, lo_x), min(b, hi_x)
+            if a_c > b_c:  # wholly outside the axis: an arrow at the side it lies on
+                side = hi_x if a > hi_x else lo_x
+                ax.plot([side], [y + off], marker=">" if side == hi_x else "<", color=color, markersize=4)
+                continue
+            ax.plot([a_c, b_c], [y + off, y + off], color=color, linewidth=1.2, alpha=0.85)
+            if a < lo_x:
+                ax.plot([lo_x], [y + off], marker="<", color=color, markersize=4)
+            if b > hi_x:
+                ax.plot([hi_x], [y + off], marker=">", color=color, markersize=4)
+        labels.append(str(r["label"]))
+        notes.append(str(r.get("note", "")))
+    ax.axvline(0.0, color="#999999", linewidth=0.8, linestyle=":")
+    ax.axvline(est, color="#000000", linewidth=0.6, linestyle="--", alpha=0.5)
+    ax.set_xlim(lo_x, hi_x)
+    ax.set_ylim(len(rows) + 0.6, -0.6)
+    ax.set_yticks(range(len(labels)))
+    ax.set_yticklabels(labels, fontsize=7)
+    ax2 = ax.twinx()
+    ax2.set_ylim(ax.get_ylim())
+    ax2.set_yticks(range(len(notes)))
+    ax2.set_yticklabels(notes, fontsize=7)
+    ax.set_xlabel("coefficient (◂ ▸: interval runs beyond the axis)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, axis="x", alpha=0.25)
+    longest = max((len(s) for s in labels), default=4)
+    longest_r = max((len(s) for s in notes), default=4)
+    height = fig.get_size_inches()[1]
+    fig.subplots_adjust(left=min(0.4, 0.04 + 0.0085 * longest), right=1 - min(0.4, 0.03 + 0.0085 * longest_r),
+                        bottom=min(0.4, 0.55 / height), top=1 - min(0.3, 0.4 / height))
+    return _save(fig, stem)

@@ -21,7 +21,7 @@ import pandas as pd
 from dpstats.bench import evaluation as ev
 from dpstats.bench.report.loading import _order_columns, _sort_trials, instance_facts, profiles_table, \
     public_instance_ids
-from dpstats.bench.report.plots import TAU_MAX, plot_profiles, plot_trials
+from dpstats.bench.report.plots import TAU_MAX, plot_coverage, plot_forest, plot_profiles, plot_trials
 
 __all__ = ["SLICE_LABELS", "SLICE_TAGS", "TASK_LABELS", "PROFILE_LEADERS", "TEMPLATES", "environment",
            "profile_leaders", "write_report"]
@@ -75,6 +75,10 @@ def _lb_page(task: str, eps: float) -> str:
     return f"leaderboard-{task}-eps{_eps(eps)}.html"
 
 
+def _inference_page(task: str) -> str:
+    return f"inference-{task}.html"
+
+
 def _instance_page(iid: str) -> str:
     return f"explore/instance-{_safe(iid)}.html"
 
@@ -124,8 +128,14 @@ def _explorable(trials: pd.DataFrame, public: Mapping[str, Mapping[str, Any]], e
 
 def write_report(trials: pd.DataFrame, out: str | os.PathLike[str], *, facts: pd.DataFrame | None = None,
                  explore: bool | None = None, site: bool = True, public: Mapping[str, Any] | None = None,
-                 defaults: Mapping[str, str] | None = None) -> dict[str, Any]:
+                 defaults: Mapping[str, str] | None = None, intervals: pd.DataFrame | None = None) -> dict[str, Any]:
     """Write ``trials.csv``, ``leaderboard.csv``, ``profiles.csv`` and the static site.
+
+    With coverage trials (``intervals``, from ``dpstats bench --inference``)
+    it also writes ``intervals.csv`` (one row per coverage trial),
+    ``coverage.csv`` (:func:`dpstats.bench.inference.coverage_table`), a
+    Coverage page per task and a forest plot on each ``sce`` instance's
+    Explore page.
 
     Parameters
     ----------
@@ -145,16 +155,30 @@ def write_report(trials: pd.DataFrame, out: str | os.PathLike[str], *, facts: pd
     defaults : mapping, optional
         Task -> the API's default algorithm, always drawn in the profile
         plots (``dpstats report`` passes ``dpstats.api.DEFAULT_METHODS``).
+    intervals : DataFrame, optional
+        Coverage trials (:func:`dpstats.bench.store.read_intervals`); ``trials``
+        may then be empty.
 
     Returns
     -------
     dict
-        ``leaderboard`` (DataFrame), ``files`` (list of written paths),
-        ``explored`` (corpora with Explore pages).
+        ``leaderboard`` (DataFrame), ``coverage`` (DataFrame or None),
+        ``files`` (list of written paths), ``explored`` (corpora with Explore
+        pages).
     """
+    from dpstats.bench.inference import INTERVAL_COLUMNS, coverage_table, prepare_intervals
+
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    cov = None
+    iv = None
+    if intervals is not None and not intervals.empty:
+        iv = prepare_intervals(intervals)
+        iv["corpus"] = iv["corpus"].fillna("results").astype(str)
+        cov = coverage_table(iv)  # validates before anything is written
     trials = trials.copy()
+    if trials.empty and iv is not None:
+        return _write_inference_only(trials, iv, cov, out, site, public, explore)
     if "corpus" not in trials.columns:
         trials["corpus"] = "results"
     trials["corpus"] = trials["corpus"].fillna("results").astype(str)
@@ -176,8 +200,158 @@ def write_report(trials: pd.DataFrame, out: str | os.PathLike[str], *, facts: pd
         explored = _explorable(trials, public, explore)
         if facts is None:
             facts = instance_facts(trials)
-        files += _write_site(trials, lb, prof, facts, out, explored, dict(defaults or {}))
-    return {"leaderboard": lb, "files": files, "explored": sorted(explored)}
+        files += _write_site(trials, lb, prof, facts, out, explored, dict(defaults or {}), iv, cov)
+    if iv is not None and cov is not None:
+        files += _write_inference_csv(iv, cov, out, INTERVAL_COLUMNS)
+    return {"leaderboard": lb, "coverage": cov, "files": files, "explored": sorted(explored)}
+
+
+def _write_inference_csv(iv: pd.DataFrame, cov: pd.DataFrame, out: Path, columns: Any) -> list[Path]:
+    cols = [c for c in columns if c in iv.columns] + [c for c in iv.columns if c not in columns]
+    iv[cols].sort_values(["corpus", "task", "algorithm", "instance", "epsilon", "seed"], kind="stable").to_csv(
+        out / "intervals.csv", index=False)
+    cov.to_csv(out / "coverage.csv", index=False)
+    return [out / "intervals.csv", out / "coverage.csv"]
+
+
+def _write_inference_only(trials: pd.DataFrame, iv: pd.DataFrame, cov: pd.DataFrame, out: Path, site: bool,
+                          public: Mapping[str, Any] | None, explore: bool | None) -> dict[str, Any]:
+    """A report of coverage trials alone (a results file written by ``dpstats bench --inference`` only)."""
+    from dpstats.bench.inference import INTERVAL_COLUMNS
+
+    files = _write_inference_csv(iv, cov, out, INTERVAL_COLUMNS)
+    explored: set[str] = set()
+    if site:
+        if public is None:
+            public = public_instance_ids()
+        explored = _explorable(iv, public, explore)
+        (out / "style.css").write_text((TEMPLATES / "style.css").read_text(encoding="utf-8"), encoding="utf-8")
+        files.append(out / "style.css")
+        files += _write_inference_pages(iv, cov, out, explored)
+        fx = instance_facts(iv.drop_duplicates("instance").assign(baseline=np.nan))
+        files += _write_explore(iv.iloc[0:0].assign(score=[]), pd.DataFrame(), fx.set_index("instance")
+                                if not fx.empty else pd.DataFrame(), out, explored, iv)
+        files.append(_render(out / "index.html", "index.html", "Overview", 0, "index.html", rows=[],
+                             n_trials=0, n_algorithms=0, n_instances=0, n_studies=0,
+                             corpora=sorted(iv["corpus"].unique()), coverage=_coverage_links(iv), point=False))
+    return {"leaderboard": pd.DataFrame(columns=list(ev.LEADERBOARD_COLUMNS)), "coverage": cov, "files": files,
+            "explored": sorted(explored)}
+
+
+def _coverage_links(iv: pd.DataFrame | None) -> list[dict[str, str]]:
+    if iv is None or iv.empty:
+        return []
+    return [{"href": _inference_page(t), "task": TASK_LABELS[t]} for t in ev.TASKS if t in set(iv["task"])]
+
+
+def _pct(x: Any) -> str:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return ""
+    return "" if math.isnan(v) else f"{100 * v:.1f}"
+
+
+def _write_inference_pages(iv: pd.DataFrame, cov: pd.DataFrame, out: Path, explored: set[str]) -> list[Path]:
+    """One Coverage page per task: per ε and slice the coverage table, and a coverage/width figure per corpus."""
+    from dpstats.bench.inference import COVERAGE_TOLERANCE, LEVEL
+
+    files: list[Path] = []
+    tasks = [t for t in ev.TASKS if t in set(cov["task"])]
+    for task in tasks:
+        ct = cov[cov["task"] == task]
+        sections = []
+        for corpus in sorted(ct["corpus"].unique()):
+            cc = ct[ct["corpus"] == corpus]
+            a = cc[cc["slice"] == "all"]
+            series = []
+            for name, g in a.groupby("algorithm", sort=False):
+                g = g.sort_values("epsilon")
+                series.append({"label": "non-private (study's SE type), same draws" if name == "non-private"
+                               else str(name), "epsilons": g["epsilon"].to_numpy(),
+                               "coverage": g["coverage"].to_numpy(), "coverage_se": g["coverage_se"].to_numpy(),
+                               "width": g["median_width_ratio"].to_numpy(), "reference": name == "non-private"})
+            series.sort(key=lambda s_: not s_["reference"])
+            stem = f"img/coverage-{_safe(corpus)}-{task}"
+            files += plot_coverage(series, out / stem, f"{task}: {LEVEL:g} intervals ({corpus})", level=LEVEL)
+            epsilons = []
+            for eps in sorted(cc["epsilon"].unique()):
+                slices = []
+                for sl in ev.slices_for(task):
+                    g = cc[(cc["epsilon"] == eps) & (cc["slice"] == sl)]
+                    if g.empty:
+                        continue
+                    ref = g[g["algorithm"] == "non-private"].iloc[0]
+                    rows = [{
+                        "algorithm": r.algorithm, "interpretation": r.interpretation,
+                        "href": _algorithm_page(task, r.algorithm) if corpus in explored and r.algorithm !=
+                        "non-private" else None,
+                        "rank": "" if pd.isna(r.rank) else str(int(r.rank)),
+                        "coverage": f"{_pct(r.coverage)} ± {_pct(r.coverage_se)}", "reference": _pct(r.reference),
+                        "difference": "" if r.algorithm == "non-private" else f"{100 * r.difference:+.1f}",
+                        "width": _fmt(r.median_width_ratio), "infinite": _pct(r.infinite), "failed": _pct(r.failed),
+                        "trials": str(int(r.trials)),
+                        "cls": "reference" if r.algorithm == "non-private" else ("ranked" if r.eligible else
+                                                                                 "comparison"),
+                    } for r in g.itertuples(index=False)]
+                    slices.append({"label": SLICE_LABELS[sl], "slice": sl,
+                                   "table_id": f"cov-{_safe(corpus)}-eps{_eps(eps)}-{SLICE_TAGS[sl]}",
+                                   "instances": int(ref.instances), "studies": int(ref.studies), "rows": rows})
+                epsilons.append({"eps": _eps(eps), "slices": slices})
+            sections.append({"name": corpus, "heading": ct["corpus"].nunique() > 1, "epsilons": epsilons,
+                             "figure": {"stem": stem, "alt": f"coverage and width ratio against epsilon, {task}",
+                                        "width": None,
+                                        "caption": "Study-weighted coverage (± 2 binomial SE) and median width "
+                                                   "ratio against ε, all instances"}})
+        others = [(_inference_page(t), t) for t in tasks if t != task]
+        files.append(_render(out / _inference_page(task), "inference.html", f"Coverage {task}", 0,
+                             task_label=TASK_LABELS[task], task=task, sections=sections, others=others,
+                             level=f"{LEVEL:g}", tolerance=f"{100 * COVERAGE_TOLERANCE:g}"))
+    return files
+
+
+def _forest(iv: pd.DataFrame, iid: str, out: Path) -> tuple[list[Path], dict[str, Any] | None, list[dict[str, Any]]]:
+    """The forest plot of an sce instance and its agreement table."""
+    from dpstats.bench.inference import _first, forest_summary
+
+    g = iv[(iv["instance"] == iid) & (iv["task"] == "sce")]
+    if g.empty:
+        return [], None, []
+    summ = forest_summary(iv, iid)
+    est = _first(g["truth"].iloc[0])
+    slo, shi = _first(g["study_low"].iloc[0]), _first(g["study_high"].iloc[0])
+    if not (math.isfinite(est) and math.isfinite(slo) and math.isfinite(shi)):
+        return [], None, []
+    rows, table = [], []
+    for r in summ.itertuples(index=False):
+        h = g[(g["algorithm"] == r.algorithm) & (g["epsilon"] == r.epsilon)]
+        failed = h["status"].isin(["error", "timeout", "memory"]).to_numpy()
+        h = h[~failed]  # no interval to draw (a decline is drawn as the infinite interval it counts as)
+        note = f"sign {100 * r.sign:.0f}%, excl. 0 {100 * r.excludes_zero:.0f}%"
+        if failed.any():
+            note += f", {int(failed.sum())}/{len(failed)} failed"
+        rows.append({"label": f"{r.algorithm}, ε = {_eps(r.epsilon)}", "color_key": _eps(r.epsilon),
+                     "lows": [_first(v, -math.inf) for v in h["low"]], "highs": [_first(v, math.inf) for v in h["high"]],
+                     "note": note})
+        table.append({"algorithm": r.algorithm, "eps": _eps(r.epsilon), "trials": str(r.trials),
+                      "sign": f"{100 * r.sign:.0f}%", "excl": f"{100 * r.excludes_zero:.0f}%",
+                      "np_sign": f"{100 * r.np_sign:.0f}%", "np_excl": f"{100 * r.np_excludes_zero:.0f}%"})
+    first = g.drop_duplicates("seed").sort_values("seed")
+    rows.append({"label": "non-private, same draws", "reference": True,
+                 "lows": [_first(v) for v in first["np_low"]], "highs": [_first(v) for v in first["np_high"]],
+                 "note": ""})
+    stem = f"img/forest-{_safe(iid)}"
+    files = plot_forest((est, slo, shi), rows, out / "explore" / stem,
+                        f"{iid}: the study's interval and the private {g['level'].iloc[0]:g} intervals")
+    excl = slo > 0 or shi < 0
+    fig = {"stem": stem, "alt": f"forest plot of the private intervals on {iid}", "width": None,
+           "caption": ("Top: the study's estimate and interval (the non-private interval of its SE type on all rows). "
+                       "Below: one line per coverage trial (a resample of the rows) for each method and ε, and the "
+                       "non-private interval on the same resamples (grey). Right: how often the private interval "
+                       "agrees with the study on the sign (its midpoint) and on "
+                       + ("excluding zero" if excl else "including zero (the study's interval includes zero)"))}
+    return files, fig, table
+
 
 
 def profile_leaders(board: pd.DataFrame, k: int = PROFILE_LEADERS, default: str | None = None) -> list[str]:
@@ -235,7 +409,8 @@ def _board_rows(g: pd.DataFrame, link: bool, task: str) -> list[dict[str, Any]]:
 
 
 def _write_site(trials: pd.DataFrame, lb: pd.DataFrame, prof: pd.DataFrame, facts: pd.DataFrame, out: Path,
-                explored: set[str], defaults: Mapping[str, str]) -> list[Path]:
+                explored: set[str], defaults: Mapping[str, str], iv: pd.DataFrame | None = None,
+                cov: pd.DataFrame | None = None) -> list[Path]:
     files: list[Path] = []
     (out / "style.css").write_text((TEMPLATES / "style.css").read_text(encoding="utf-8"), encoding="utf-8")
     files.append(out / "style.css")
@@ -282,26 +457,46 @@ def _write_site(trials: pd.DataFrame, lb: pd.DataFrame, prof: pd.DataFrame, fact
         rows.append({"href": _lb_page(task, eps), "task": TASK_LABELS[task], "eps": _eps(eps),
                      "best": [{"algorithm": r.algorithm, "tau50": ev.format_tau50(r.tau50, r.reaches),
                                "corpus": r.corpus} for r in best.itertuples(index=False)]})
+    if iv is not None and cov is not None:
+        files += _write_inference_pages(iv, cov, out, explored)
     files.append(_render(out / "index.html", "index.html", "Overview", 0, "index.html", rows=rows,
                          n_trials=len(prep), n_algorithms=len(prep[["task", "algorithm"]].drop_duplicates()),
-                         n_instances=prep["instance"].nunique(), n_studies=prep["study"].nunique(), corpora=corpora))
-
-    ex = prep[prep["corpus"].isin(explored)]
+                         n_instances=prep["instance"].nunique(), n_studies=prep["study"].nunique(), corpora=corpora,
+                         coverage=_coverage_links(iv), point=True))
     fx = facts.set_index("instance") if not facts.empty else pd.DataFrame()
+    files += _write_explore(prep, lb, fx, out, explored, iv)
+    return files
+
+
+def _write_explore(prep: pd.DataFrame, lb: pd.DataFrame, fx: pd.DataFrame, out: Path, explored: set[str],
+                   iv: pd.DataFrame | None) -> list[Path]:
+    """The Explore index, instance pages (with forest plots for sce coverage trials) and algorithm pages."""
+    files: list[Path] = []
+    ex = prep[prep["corpus"].isin(explored)]
+    ivx = iv[iv["corpus"].isin(explored)] if iv is not None else None
     tasks = []
-    for task in [t for t in ev.TASKS if t in set(ex["task"])]:
+    iv_sce = ivx[ivx["task"] == "sce"] if ivx is not None else None
+    cols = ["instance", "study", "task", "n", "d"]
+    task_set = set(ex["task"]) | (set(iv_sce["task"]) if iv_sce is not None else set())
+    for task in [t for t in ev.TASKS if t in task_set]:
         et = ex[ex["task"] == task]
         algos = [{"href": _algorithm_page(task, name), "name": name, "interpretation": interp}
                  for (name, interp), _ in et.groupby(["algorithm", "interpretation"], sort=True)]
+        known = et[cols]
+        if iv_sce is not None and task == "sce":
+            known = pd.concat([known, iv_sce[cols]], ignore_index=True)
         inst = []
-        for iid, g in et.groupby("instance", sort=True):
+        for iid, g in known.groupby("instance", sort=True):
             f = fx.loc[iid] if iid in fx.index else None
             inst.append({"href": _instance_page(iid), "name": iid, "study": g["study"].iloc[0],
                          "n": _fmt(g["n"].iloc[0]), "d": _fmt(g["d"].iloc[0]), "baseline": _fmt(_val(f, "baseline"), 4),
                          "se_type": _val(f, "se_type") or ""})
         tasks.append({"label": TASK_LABELS[task], "algorithms": algos, "instances": inst})
-        for iid, g in et.groupby("instance", sort=True):
-            files += _instance_page_write(out, iid, g, fx)
+        for iid, g in known.groupby("instance", sort=True):
+            forest: tuple[list[Path], dict[str, Any] | None, list[dict[str, Any]]] = ([], None, [])
+            if iv_sce is not None and task == "sce":
+                forest = _forest(iv_sce, iid, out)
+            files += _instance_page_write(out, iid, et[et["instance"] == iid], fx, g.iloc[0], forest)
         for name, g in et.groupby("algorithm", sort=True):
             files += _algorithm_page_write(out, task, name, g, lb)
     files.append(_render(out / "explore.html", "explore.html", "Explore", 0, "explore.html", tasks=tasks))
@@ -325,14 +520,17 @@ def _ratios(g: pd.DataFrame) -> str:
     return " ".join(_fmt(x) if math.isfinite(x) else "✗" for x in g["score"].to_numpy(dtype=float))
 
 
-def _instance_page_write(out: Path, iid: str, g: pd.DataFrame, fx: pd.DataFrame) -> list[Path]:
-    files: list[Path] = []
+def _instance_page_write(out: Path, iid: str, g: pd.DataFrame, fx: pd.DataFrame, head: Any = None,
+                         forest: tuple[list[Path], dict[str, Any] | None, list[dict[str, Any]]] = ([], None, [])
+                         ) -> list[Path]:
+    files: list[Path] = list(forest[0])
     f = fx.loc[iid] if iid in fx.index else pd.Series(dtype=object)
-    task = g["task"].iloc[0]
-    n, d = int(g["n"].iloc[0]), int(g["d"].iloc[0])
+    head = head if head is not None else g.iloc[0]
+    task = head["task"]
+    n, d = int(head["n"]), int(head["d"])
     slices = [SLICE_LABELS[s] for s in ev.slices_for(task) if s != "all" and ev.slice_mask(n, d, s)]
     facts_rows = [
-        ("Study", str(g["study"].iloc[0]) + (f" — {_val(f, 'title')}" if _val(f, "title") else "")),
+        ("Study", str(head["study"]) + (f" — {_val(f, 'title')}" if _val(f, "title") else "")),
         ("Citation", _val(f, "citation") or ""),
         ("Task", task), ("n", str(n)), ("d", str(d)), ("n/d", _fmt(n / d)),
         ("Slices", ", ".join(slices)),
@@ -347,13 +545,16 @@ def _instance_page_write(out: Path, iid: str, g: pd.DataFrame, fx: pd.DataFrame)
                      "stats": _trial_stats(h), "ratios": _ratios(h)})
     for name, h in g.groupby("algorithm", sort=True):
         rows_plot.append((name, h["epsilon"].to_numpy(), h["score"].to_numpy()))
-    stem = f"img/instance-{_safe(iid)}"
-    files += plot_trials(rows_plot, out / "explore" / stem, f"{iid}: error ratios over trials")
-    fig = {"stem": stem, "alt": f"error ratios of every trial on {iid}",
-           "caption": "Each point is a trial; failed trials (declined, error, timeout, memory, infinite error) are "
-                      "drawn in the grey band"}
+    fig = None
+    if rows_plot:
+        stem = f"img/instance-{_safe(iid)}"
+        files += plot_trials(rows_plot, out / "explore" / stem, f"{iid}: error ratios over trials")
+        fig = {"stem": stem, "alt": f"error ratios of every trial on {iid}",
+               "caption": "Each point is a trial; failed trials (declined, error, timeout, memory, infinite error) "
+                          "are drawn in the grey band"}
     files.append(_render(out / _instance_page(iid), "instance.html", f"Instance {iid}", 1, name=iid,
-                         facts=[(a, str(b)) for a, b in facts_rows if b], fig=fig, rows=rows))
+                         facts=[(a, str(b)) for a, b in facts_rows if b], fig=fig, rows=rows,
+                         forest=forest[1], agreement=forest[2]))
     return files
 
 

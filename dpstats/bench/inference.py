@@ -1,0 +1,590 @@
+"""The coverage benchmark (``dpstats bench --inference``): do private intervals cover the population value?
+
+Design
+------
+Each instance's rows are the *population*; its non-private estimate on all
+rows is the *truth* (the OLS coefficient of interest for ``sce``, the OLS
+vector for ``linreg``, the mean vector for ``mean``). A trial with seed ``s``
+
+1. draws a sample of the population with replacement: ``n`` rows, or, for an
+   instance whose study clusters its standard errors (``se =
+   cluster:<column>``), as many whole clusters as the instance has (each
+   drawn copy of a cluster is a cluster of its own, so the draw's ``n``
+   varies). The draw uses its own stream, ``default_rng([RESAMPLE_KEY, s])``,
+   so every algorithm and every ε sees the same draws at seed ``s``. A draw
+   whose design lost full column rank (e.g. a fixed-effect dummy none of
+   whose rows was drawn) is replaced by the stream's next draw, up to
+   :data:`MAX_REDRAWS` times;
+2. runs the algorithm on the draw, seeded as a point trial
+   (``default_rng(s)``) and with its interval hyperparameters (the class's
+   ``interval_params``, the budget split between estimate and uncertainty that
+   ``inference=True`` uses in the API), and takes its interval at level 0.95
+   (:meth:`~dpstats.algorithms.base.Release.conf_int`);
+3. computes on the same draw the *non-private* interval of the study's
+   standard-error type with the ``ols`` baseline code
+   (:func:`nonprivate_interval`): the coefficient ± t quantile × SE of the
+   study's type (classical and HC: ``t(n - d)``; cluster: ``t(G - 1)``;
+   bootstrap: normal) for ``sce`` and ``linreg``, the t interval
+   ``mean ± t(n-1) sd / sqrt(n)`` for ``mean``;
+4. records both intervals, whether each covers the truth (for ``linreg`` and
+   ``mean``: the share of coordinates covered) and the *width ratio*, the
+   private interval's width over the non-private one's on the same draw (the
+   median over coordinates for ``linreg`` and ``mean``).
+
+The non-private interval runs through the same design, so its coverage is the
+reference a private interval is judged against: under resampling even the
+non-private interval need not reach 0.95 (small samples, few clusters,
+heteroskedasticity the SE type ignores).
+
+Outcomes that are not intervals
+-------------------------------
+A decline is an honest "I cannot localise this": it counts as an infinite
+interval (it covers, with an infinite width ratio), as an infinite interval
+released by the method does. A release without a standard error (a method
+that gives no intervals), an error, a timeout or a memory failure counts as
+*not* covering, with an infinite width ratio; a release without an interval
+is stored with status ``error`` and the message ``no interval: ...``. A
+trial whose draw could not be made (no full-rank resample, e.g. fixed effects
+nested in the clusters that are resampled) is stored with status ``error``
+and the message ``resample failed: ...`` and left out of the summaries: it
+says something about the design, not about the method.
+
+The summaries (:func:`coverage_table`) weight studies equally, as the
+point benchmark does (:mod:`dpstats.bench.evaluation`): a trial of instance
+``i`` of study ``s`` weighs ``1 / (K m_s T_i)``. Coverage comes with its
+binomial standard error ``sqrt(c (1 - c) sum w^2)``; the width ratio is the
+study-weighted median. Methods are ranked by median width ratio among those
+whose coverage is at least the non-private interval's on the same trials minus
+:data:`COVERAGE_TOLERANCE` (over-coverage is valid, and paid for in width).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "LEVEL",
+    "RESAMPLE_KEY",
+    "MAX_REDRAWS",
+    "COVERAGE_TOLERANCE",
+    "INTERVAL_COLUMNS",
+    "COVERAGE_COLUMNS",
+    "ResampleError",
+    "InferenceProblem",
+    "population_truth",
+    "resample",
+    "nonprivate_interval",
+    "interval_outcome",
+    "load_inference_problem",
+    "run_inference_trial",
+    "coverage_table",
+    "forest_summary",
+]
+
+#: the level of the benchmark's intervals
+LEVEL = 0.95
+#: first entropy word of the resampling stream (the second is the trial's seed)
+RESAMPLE_KEY = 0x1F5E
+#: how many times a rank-deficient draw is replaced before the trial fails
+MAX_REDRAWS = 20
+#: the message prefix of a trial whose draw failed (left out of the summaries)
+RESAMPLE_FAILED = "resample failed:"
+#: a method is ranked when its coverage is at least the reference's minus this
+COVERAGE_TOLERANCE = 0.02
+
+#: the columns of ``intervals.csv``, in order
+INTERVAL_COLUMNS = (
+    "algorithm", "interpretation", "instance", "study", "task", "epsilon", "delta", "seed", "status", "error",
+    "level", "se_type", "n", "d", "n_draw", "truth", "study_low", "study_high", "estimate", "low", "high", "np_estimate", "np_low",
+    "np_high", "covered", "np_covered", "width_ratio", "seconds", "peak_mb",
+)
+
+#: the columns of ``coverage.csv``
+COVERAGE_COLUMNS = (
+    "task", "epsilon", "slice", "algorithm", "interpretation", "coverage", "coverage_se", "reference",
+    "reference_se", "difference", "median_width_ratio", "infinite", "failed", "trials", "instances", "studies",
+    "eligible", "rank",
+)
+
+
+class ResampleError(RuntimeError):
+    """No draw with a full-rank design within :data:`MAX_REDRAWS` tries."""
+
+
+# --------------------------------------------------------------------------
+# The design: truth, resamples, non-private intervals
+# --------------------------------------------------------------------------
+
+
+def population_truth(instance: Any, baseline: Any = None) -> np.ndarray:
+    """The population value: the instance's non-private estimate on all its rows."""
+    from dpstats.ols.baseline import compute_baseline
+
+    b = baseline if baseline is not None else compute_baseline(instance)
+    return np.asarray(b.estimate, dtype=float).reshape(-1).copy()
+
+
+def _full_rank(X: np.ndarray, weights: np.ndarray | None) -> bool:
+    """Full column rank of the (weighted) design: no all-zero column, and a well-conditioned scaled Gram matrix."""
+    n, d = X.shape
+    if n <= d or not np.all(np.any(X != 0, axis=0)):
+        return False  # e.g. a fixed-effect dummy none of whose rows was drawn: found without a factorisation
+    Xw = X if weights is None else X * np.sqrt(weights)[:, None]
+    G = Xw.T @ Xw
+    s = np.sqrt(np.clip(np.diag(G), 1e-300, None))
+    ev = np.linalg.eigvalsh(G / np.outer(s, s))
+    return bool(ev[0] > max(ev[-1], 1.0) * d * 1e-12)
+
+
+def _draw_rows(instance: Any, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None]:
+    """Row indices of one draw and the draw's cluster labels (None when not clustered)."""
+    n = int(instance.X.shape[0])
+    if instance.clusters is None or not str(instance.spec.se).startswith("cluster:"):
+        return rng.integers(0, n, size=n), None
+    labels, codes = np.unique(np.asarray(instance.clusters), return_inverse=True)
+    members = np.split(np.argsort(codes, kind="stable"), np.cumsum(np.bincount(codes, minlength=len(labels)))[:-1])
+    picks = rng.integers(0, len(labels), size=len(labels))
+    idx = np.concatenate([members[g] for g in picks])
+    new = np.concatenate([np.full(len(members[g]), k) for k, g in enumerate(picks)])
+    return idx, new
+
+
+def resample(instance: Any, seed: int) -> Any:
+    """One draw of the design: an :class:`~dpstats.data.instance.Instance` of resampled rows.
+
+    Rows (or whole clusters, relabelled so that each drawn copy is its own
+    cluster) are drawn with replacement from ``default_rng([RESAMPLE_KEY,
+    seed])``; a draw whose (weighted) design is rank-deficient is replaced by
+    the stream's next draw.
+
+    Raises
+    ------
+    ResampleError
+        No full-rank draw in :data:`MAX_REDRAWS` tries.
+    """
+    rng = np.random.default_rng([RESAMPLE_KEY, int(seed)])
+    for _ in range(MAX_REDRAWS):
+        idx, clusters = _draw_rows(instance, rng)
+        w = None if instance.weights is None else np.asarray(instance.weights)[idx]
+        X = np.asarray(instance.X)[idx]
+        if instance.task == "mean" or _full_rank(X, w):
+            break
+    else:
+        raise ResampleError(f"instance {instance.id!r}: no resample with a full-rank design in {MAX_REDRAWS} "
+                            f"draws (seed {seed})")
+    y = None if instance.y is None else np.asarray(instance.y)[idx]
+    if clusters is None and instance.clusters is not None:
+        clusters = np.asarray(instance.clusters)[idx]
+    frame = instance.frame.iloc[idx].reset_index(drop=True) if instance.frame is not None else instance.frame
+    facts = replace(instance.facts, n=int(len(idx)))
+    return replace(instance, facts=facts, X=X, y=y, weights=w, clusters=clusters, frame=frame)
+
+
+def _quantile(se_type: str | None, n: int, d: int, clusters: np.ndarray | None, level: float) -> float:
+    from scipy import stats
+
+    p = 0.5 + level / 2.0
+    se_type = se_type or "classical"
+    if se_type.startswith("bootstrap"):
+        return float(stats.norm.ppf(p))
+    if se_type.startswith("cluster:") and clusters is not None:
+        g = len(np.unique(clusters))
+        return float(stats.t.ppf(p, max(g - 1, 1)))
+    return float(stats.t.ppf(p, max(n - d, 1)))
+
+
+def nonprivate_interval(instance: Any, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The non-private interval of the study's SE type on ``instance``'s rows: ``(estimate, low, high)``.
+
+    ``sce``: the coefficient of interest ± quantile × its SE of the study's
+    type (:func:`dpstats.ols.baseline.compute_baseline`); ``linreg``: every
+    coefficient, with the covariance of the study's type
+    (:func:`dpstats.ols.covariance.covariance_from_spec`); ``mean``: the t
+    interval of each column. Quantiles: ``t(n - d)`` (classical, HC),
+    ``t(G - 1)`` (cluster), normal (bootstrap), ``t(n - 1)`` (mean).
+    """
+    from scipy import stats
+
+    from dpstats.ols.baseline import compute_baseline
+    from dpstats.ols.covariance import covariance_from_spec, fit_ols
+
+    task = instance.task
+    if task == "mean":
+        X = np.asarray(instance.X, dtype=float)
+        n = X.shape[0]
+        est = X.mean(axis=0)
+        se = X.std(axis=0, ddof=1) / math.sqrt(n)
+        q = float(stats.t.ppf(0.5 + level / 2.0, max(n - 1, 1)))
+        return est, est - q * se, est + q * se
+    se_type = instance.spec.se
+    if task == "sce":
+        b = compute_baseline(instance)
+        est = np.asarray(b.estimate, dtype=float).reshape(-1)
+        se = np.array([b.se])
+        d = b.d
+    else:
+        fit = fit_ols(instance.X, instance.y, instance.weights, instance.clusters, instance.nested_columns)
+        vcov = covariance_from_spec(se_type).vcov(fit)
+        est = fit.beta.copy()
+        se = np.sqrt(np.clip(np.diag(vcov), 0.0, None))
+        d = fit.d
+    q = _quantile(se_type, int(instance.X.shape[0]), int(d), instance.clusters, level)
+    return est, est - q * se, est + q * se
+
+
+def interval_outcome(low: np.ndarray, high: np.ndarray, truth: np.ndarray, np_low: np.ndarray,
+                     np_high: np.ndarray) -> tuple[float, float, float]:
+    """``(covered, np_covered, width_ratio)``: shares of coordinates covered and the median width ratio."""
+    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    np_low, np_high = np.asarray(np_low, dtype=float), np.asarray(np_high, dtype=float)
+    truth = np.asarray(truth, dtype=float)
+    with np.errstate(invalid="ignore"):
+        cov = (low <= truth) & (truth <= high)
+        np_cov = (np_low <= truth) & (truth <= np_high)
+        width, np_width = high - low, np_high - np_low
+        ratio = np.where(np_width > 0, width / np.where(np_width > 0, np_width, 1.0), np.inf)
+    ratio = np.where(np.isnan(ratio), np.inf, ratio)
+    return float(np.mean(cov)), float(np.mean(np_cov)), float(np.median(ratio))
+
+
+# --------------------------------------------------------------------------
+# Trials (run in the benchmark's worker processes)
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class InferenceProblem:
+    """An instance ready for coverage trials: the population, its truth, and the full-data problem."""
+
+    instance: Any  # Instance
+    truth: np.ndarray
+    problem: Any  # dpstats.bench.trial.Problem of all rows (its info() describes the instance)
+    study_low: np.ndarray
+    study_high: np.ndarray
+
+    def info(self) -> dict[str, Any]:
+        return self.problem.info()
+
+
+_INFERENCE: dict[tuple[str, str], InferenceProblem] = {}
+
+
+def load_inference_problem(corpus: str, instance: str) -> InferenceProblem:
+    """Load an instance for coverage trials once per process."""
+    from pathlib import Path
+
+    from dpstats.bench.trial import _CORPORA, Problem
+    from dpstats.data.corpus import Corpus
+
+    root = str(Path(corpus).resolve())
+    key = (root, instance)
+    if key not in _INFERENCE:
+        if root not in _CORPORA:
+            _CORPORA[root] = Corpus(root)
+        inst = _CORPORA[root].instance(instance)
+        problem = Problem.from_instance(inst)
+        _INFERENCE[key] = inference_problem(inst, problem)
+    return _INFERENCE[key]
+
+
+def inference_problem(instance: Any, problem: Any = None) -> InferenceProblem:
+    """An :class:`InferenceProblem` of an instance (``problem``: its full-data trial problem, if built)."""
+    from dpstats.bench.trial import Problem
+
+    problem = problem if problem is not None else Problem.from_instance(instance)
+    _, lo, hi = nonprivate_interval(instance)
+    return InferenceProblem(instance, population_truth(instance, problem.baseline), problem, lo, hi)
+
+
+def _cache_inference(corpus: str, ip: InferenceProblem) -> None:
+    from pathlib import Path
+
+    _INFERENCE[(str(Path(corpus).resolve()), ip.problem.instance)] = ip
+
+
+def interval_params(algo_cls: type) -> dict[str, Any]:
+    """The hyperparameters a method runs with when asked for an interval (``interval_params``; the API's too)."""
+    return dict(getattr(algo_cls, "interval_params", None) or {})
+
+
+def _jl(a: Any) -> list[float] | None:
+    return None if a is None else [float(v) for v in np.asarray(a, dtype=float).reshape(-1)]
+
+
+def run_inference_trial(algo_cls: type, ip: InferenceProblem, algorithm: Any, epsilon: float, delta: float,
+                        seed: int, secure: bool = False) -> Any:
+    """One coverage trial, in this process: draw, release, both intervals, scored.
+
+    Returns a :class:`~dpstats.bench.trial.TrialResult` whose ``interval``
+    holds the trial's interval record (the fields of
+    :data:`INTERVAL_COLUMNS` that a point trial lacks); ``n`` and ``d`` are
+    the instance's (for the slices), the draw's size is ``interval["n_draw"]``.
+    """
+    from dpstats.algorithms.base import Decline, Release
+    from dpstats.bench.trial import MAX_MESSAGE, Problem, _describe, score
+
+    base = ip.problem
+    rec: dict[str, Any] = {"level": LEVEL, "se_type": base.baseline.se_type if base.task == "sce" else
+                           ip.instance.spec.se if base.task == "linreg" else None, "truth": _jl(ip.truth),
+                           "study_low": _jl(ip.study_low), "study_high": _jl(ip.study_high)}
+    try:
+        draw = resample(ip.instance, seed)
+        np_est, np_lo, np_hi = nonprivate_interval(draw)
+        problem = Problem.from_instance(draw)
+    except Exception as exc:  # noqa: BLE001 - a failed draw is a failed trial, kept with its cause
+        res = score(base, algorithm, epsilon, delta, seed, "error", f"{RESAMPLE_FAILED} {_describe(exc)}", None,
+                    0.0, 0.0)
+        return replace(res, interval={**rec, "n_draw": None, "covered": 0.0, "np_covered": math.nan,
+                                      "width_ratio": math.inf})
+    rec.update(n_draw=int(draw.X.shape[0]), np_estimate=_jl(np_est), np_low=_jl(np_lo), np_high=_jl(np_hi))
+    if secure:
+        from dpstats.privacy.randomness import SecureGenerator
+
+        rng: np.random.Generator = SecureGenerator()
+    else:
+        rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    kind, message, est = "released", None, None
+    lo = hi = None
+    try:
+        out = algo_cls(**interval_params(algo_cls)).run(problem.data, problem.facts, epsilon, delta, rng)
+    except MemoryError as exc:
+        kind, message, out = "memory", _describe(exc), None
+    except BaseException as exc:  # noqa: BLE001 - any failure of the algorithm is a result
+        kind, message, out = "error", _describe(exc), None
+    seconds = time.perf_counter() - t0
+    if out is not None:
+        if isinstance(out, Decline):
+            kind, message = "declined", str(out.reason)[:MAX_MESSAGE]
+        elif not isinstance(out, Release):
+            kind, message = "error", f"algorithm returned {type(out).__name__}, not Release or Decline"
+        else:
+            try:
+                est = np.asarray(out.estimate, dtype=float).reshape(-1)
+            except (TypeError, ValueError) as exc:
+                kind, message = "error", f"estimate is not numeric: {_describe(exc)}"
+            if kind == "released" and est is not None and est.size != problem.expected_size:
+                kind, message = "error", f"estimate has shape {est.shape}, expected ({problem.expected_size},)"
+            elif kind == "released" and est is not None and not np.all(np.isfinite(est)):
+                kind, message = "error", f"non-finite estimate {np.array2string(est, threshold=8)}"
+            elif kind == "released" and getattr(out, "std_error", None) is None:
+                kind, message = "error", (f"no interval: the release of {algorithm.name!r} carries no std_error "
+                                          "(a method without intervals)")
+            elif kind == "released":
+                try:
+                    lo_, hi_ = out.conf_int(LEVEL)
+                    lo, hi = np.asarray(lo_, dtype=float).reshape(-1), np.asarray(hi_, dtype=float).reshape(-1)
+                    if lo.size != est.size or hi.size != est.size or np.any(np.isnan(lo)) or np.any(np.isnan(hi)):
+                        raise ValueError(f"interval of shape {lo.shape} with NaN ends or the wrong size")
+                except Exception as exc:  # noqa: BLE001
+                    kind, message, lo, hi = "error", f"no interval: conf_int failed: {_describe(exc)}", None, None
+    res = score(problem, algorithm, epsilon, delta, seed, kind, message, est, seconds, 0.0)
+    if kind == "declined":
+        lo = np.full(len(ip.truth), -np.inf)
+        hi = np.full(len(ip.truth), np.inf)
+    if lo is not None and hi is not None:
+        covered, np_covered, ratio = interval_outcome(lo, hi, ip.truth, np_lo, np_hi)
+    else:
+        covered, np_covered, _ = interval_outcome(np.full(len(ip.truth), np.nan), np.full(len(ip.truth), np.nan),
+                                                  ip.truth, np_lo, np_hi)
+        ratio = math.inf
+    rec.update(low=_jl(lo), high=_jl(hi), covered=covered, np_covered=np_covered, width_ratio=ratio)
+    # slices by the instance's n and d, not the draw's
+    return replace(res, n=int(base.n), d=int(base.d), interval=rec)
+
+
+# --------------------------------------------------------------------------
+# Summaries
+# --------------------------------------------------------------------------
+
+
+def _weights(df: pd.DataFrame) -> np.ndarray:
+    """``1 / (K m_s T_i)`` per row: studies weigh equally, then instances within a study, then trials."""
+    if df.empty:
+        return np.zeros(0)
+    t_i = df.groupby("instance")["instance"].transform("size").to_numpy(dtype=float)
+    inst = df[["instance", "study"]].drop_duplicates()
+    m_s = df["study"].map(inst.groupby("study").size()).to_numpy(dtype=float)
+    k = float(inst["study"].nunique())
+    return 1.0 / (k * m_s * t_i)
+
+
+def _wmedian(values: np.ndarray, w: np.ndarray) -> float:
+    if values.size == 0:
+        return math.nan
+    order = np.argsort(values, kind="stable")
+    v, cw = values[order], np.cumsum(w[order])
+    i = int(np.searchsorted(cw, 0.5 * cw[-1] - 1e-12))
+    return float(v[min(i, v.size - 1)])
+
+
+def _summary(df: pd.DataFrame, col: str) -> tuple[float, float]:
+    w = _weights(df)
+    c = df[col].to_numpy(dtype=float)
+    keep = np.isfinite(c)
+    if not keep.any():
+        return math.nan, math.nan
+    w, c = w[keep] / w[keep].sum(), c[keep]
+    p = float(np.sum(w * c))
+    return p, float(math.sqrt(max(p * (1 - p), 0.0) * float(np.sum(w * w))))
+
+
+def prepare_intervals(intervals: pd.DataFrame) -> pd.DataFrame:
+    """Validate an intervals table (:func:`dpstats.bench.store.read_intervals` or ``intervals.csv``)."""
+    need = ("algorithm", "interpretation", "instance", "study", "task", "epsilon", "status", "n", "d", "covered",
+            "np_covered", "width_ratio")
+    missing = [c for c in need if c not in intervals.columns]
+    if missing:
+        raise ValueError(f"intervals table lacks column(s) {', '.join(missing)}")
+    df = intervals.copy()
+    for c in ("epsilon", "covered", "np_covered", "width_ratio"):
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
+    df["width_ratio"] = df["width_ratio"].fillna(math.inf)
+    if "corpus" not in df.columns:
+        df["corpus"] = "results"
+    return df
+
+
+def coverage_table(intervals: pd.DataFrame, tolerance: float = COVERAGE_TOLERANCE) -> pd.DataFrame:
+    """Coverage, width and ranking per corpus, task, ε, slice and algorithm.
+
+    Each algorithm's reference is the non-private interval's coverage on the
+    *same* trials (same instances and draws); a row ``algorithm =
+    "non-private"`` gives the reference on every draw of the group. Ranked
+    (``rank``, competition ranking by median width ratio) are the methods
+    with ``coverage >= reference - tolerance`` (``eligible``).
+
+    Returns
+    -------
+    DataFrame
+        The columns of :data:`COVERAGE_COLUMNS` (and ``corpus``).
+    """
+    from dpstats.bench.evaluation import competition_ranks, slice_mask, slices_for
+
+    df = prepare_intervals(intervals)
+    # a draw that could not be made is a fact about the design, not about the method: left out
+    df = df[~df["error"].fillna("").astype(str).str.startswith(RESAMPLE_FAILED)] if "error" in df.columns else df
+    rows: list[dict[str, Any]] = []
+    for (corpus, task, eps), g in df.groupby(["corpus", "task", "epsilon"], sort=True):
+        for sl in slices_for(str(task)):
+            s = g[slice_mask(g["n"].to_numpy(), g["d"].to_numpy(), sl)]
+            if s.empty:
+                continue
+            block = []
+            draws = s.drop_duplicates(["instance", "seed"]) if "seed" in s.columns else s
+            ref, ref_se = _summary(draws, "np_covered")
+            block.append({"algorithm": "non-private", "interpretation": "non-private", "coverage": ref,
+                          "coverage_se": ref_se, "reference": ref, "reference_se": ref_se, "difference": 0.0,
+                          "median_width_ratio": 1.0, "infinite": 0.0, "failed": 0.0, "trials": len(draws),
+                          "instances": draws["instance"].nunique(), "studies": draws["study"].nunique(),
+                          "eligible": True})
+            for (name, interp), a in s.groupby(["algorithm", "interpretation"], sort=True):
+                cov, cov_se = _summary(a, "covered")
+                r, r_se = _summary(a, "np_covered")
+                w = _weights(a)
+                wr = a["width_ratio"].to_numpy(dtype=float)
+                block.append({
+                    "algorithm": name, "interpretation": interp, "coverage": cov, "coverage_se": cov_se,
+                    "reference": r, "reference_se": r_se, "difference": cov - r,
+                    "median_width_ratio": _wmedian(wr, w), "infinite": float(np.sum(w * ~np.isfinite(wr))),
+                    "failed": float(np.sum(w * (a["status"] != "ok").to_numpy())), "trials": len(a),
+                    "instances": a["instance"].nunique(), "studies": a["study"].nunique(),
+                    "eligible": bool(np.isfinite(cov) and np.isfinite(r) and cov >= r - tolerance - 1e-12),
+                })
+            ranked = [b for b in block[1:] if b["eligible"]]
+            ranked.sort(key=lambda b: (b["median_width_ratio"], b["algorithm"]))
+            ranks = competition_ranks([(b["median_width_ratio"],) for b in ranked])
+            for b, rk in zip(ranked, ranks):
+                b["rank"] = rk
+            for b in block:
+                b.setdefault("rank", None)
+                b.update(corpus=corpus, task=task, epsilon=float(eps), slice=sl)
+            block[1:] = sorted(block[1:], key=lambda b: (b["rank"] is None, b["rank"] or 0,
+                                                         b["median_width_ratio"], b["algorithm"]))
+            rows += block
+    cols = list(COVERAGE_COLUMNS) + ["corpus"]
+    out = pd.DataFrame(rows, columns=cols)
+    if not out.empty:
+        out["rank"] = out["rank"].astype("Int64")
+    return out
+
+
+def forest_summary(intervals: pd.DataFrame, instance: str) -> pd.DataFrame:
+    """Per algorithm and ε on one ``sce`` instance: how often the interval agrees with the study.
+
+    The *study's* interval is the non-private interval of its SE type on all
+    its rows, and its conclusion is its sign and whether it excludes zero.
+    For each trial, the private interval *agrees on the sign* when its
+    midpoint has the study's sign, and *agrees on excluding zero* when it
+    excludes zero exactly when the study's does (with the same sign). The
+    same shares for the non-private interval on the same draws are the
+    reference (sampling variation alone).
+
+    Returns
+    -------
+    DataFrame
+        ``algorithm, epsilon, trials, sign, excludes_zero, np_sign, np_excludes_zero, median_low,
+        median_high`` (the medians of the interval ends over the trials).
+    """
+    df = intervals[(intervals["instance"] == instance) & (intervals["task"] == "sce")]
+    rows = []
+    if df.empty:
+        return pd.DataFrame(rows)
+    truth = float(_first(df["truth"].iloc[0]))
+    ref_lo, ref_hi = _study_interval(df)
+    sign = np.sign(truth)
+    excl = ref_lo > 0 or ref_hi < 0
+    for (name, eps), g in df.groupby(["algorithm", "epsilon"], sort=True):
+        lo = np.array([_first(v, -math.inf) for v in g["low"]], dtype=float)
+        hi = np.array([_first(v, math.inf) for v in g["high"]], dtype=float)
+        nlo = np.array([_first(v, math.nan) for v in g["np_low"]], dtype=float)
+        nhi = np.array([_first(v, math.nan) for v in g["np_high"]], dtype=float)
+        rows.append({"algorithm": name, "epsilon": float(eps), "trials": len(g),
+                     "sign": float(np.mean(_agree_sign(lo, hi, sign))),
+                     "excludes_zero": float(np.mean(_agree_excl(lo, hi, sign, excl))),
+                     "np_sign": float(np.mean(_agree_sign(nlo, nhi, sign))),
+                     "np_excludes_zero": float(np.mean(_agree_excl(nlo, nhi, sign, excl))),
+                     "median_low": float(np.median(lo)), "median_high": float(np.median(hi))})
+    return pd.DataFrame(rows)
+
+
+def _first(v: Any, default: float = math.nan) -> float:
+    import json
+
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return default
+    if isinstance(v, str):
+        if v in ("", "None", "nan"):
+            return default
+        v = json.loads(v)
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return float(v[0]) if len(v) else default
+    return float(v)
+
+
+def _study_interval(df: pd.DataFrame) -> tuple[float, float]:
+    """The study's interval (the non-private one of its SE type on all rows), stored with every trial."""
+    if "study_low" in df.columns:
+        return _first(df["study_low"].iloc[0]), _first(df["study_high"].iloc[0])
+    return math.nan, math.nan
+
+
+def _agree_sign(lo: np.ndarray, hi: np.ndarray, sign: float) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        mid = np.where(np.isfinite(lo) & np.isfinite(hi), (lo + hi) / 2.0, np.nan)
+        return np.sign(mid) == sign
+
+
+def _agree_excl(lo: np.ndarray, hi: np.ndarray, sign: float, excl: bool) -> np.ndarray:
+    pos, neg = lo > 0, hi < 0
+    if not excl:
+        return ~(pos | neg)
+    return pos if sign > 0 else neg
+
+
