@@ -38,8 +38,10 @@ OVERRIDES: dict[tuple[str, str], dict] = {
     ("sce", "theilsen_wide"): {"regressors": 1},
     ("sce", "tukeyem"): {"n": 4000, "trials": 4000},
     ("linreg", "tukeyem"): {"n": 4000, "trials": 4000},
-    ("mean", "bhs_affine"): {"skip": "declines unless n >= about 150 000 on this data; at n = 300 000 a release takes "
-                                      "2-3 s and a worker process died in an attempted audit"},
+    # bhs_affine declines unless n >= 20 k lambda_0 (k = 98 at epsilon = 1, delta = 1e-6): n = 122 700 is the
+    # smallest that passes for d = 1; on a grid of 5 values its distinct-row computations are cheap, and a release
+    # takes about 0.25 s (np.unique's sort of the n rows)
+    ("mean", "bhs_affine"): {"n": 123000, "columns": 1, "levels": 5, "trials": 2000},
 }
 
 ESTIMATORS = ("clopper_pearson", "one_run", "zcdp", "gdp")
@@ -50,10 +52,12 @@ def _row(r) -> dict:
     counted = {e: any(b["counts"] for b in r.bounds if b["estimator"] == e) for e in ESTIMATORS}
     released = sum(o["released"] for design in r.outcomes.values() for o in
                    (design.values() if isinstance(next(iter(design.values())), dict) else [design]))
+    e = r.errors
     return {"task": r.task, "algorithm": r.algorithm, "epsilon": r.epsilon_claimed, "bounds": best, "counted": counted,
             "epsilon_lower": r.epsilon_lower, "confidence": r.confidence, "trials": r.trials, "seconds": r.seconds,
-            "violation": r.violation, "reasons": r.reasons, "released": released, "errors": r.errors["count"],
-            "ledger": r.ledger["summary"], "notes": r.notes}
+            "violation": r.violation, "reasons": r.reasons, "released": released, "errors": e["count"],
+            "declined": e.get("declined", 0), "timeouts": e.get("timeouts", 0), "memory": e.get("memory", 0),
+            "worker_deaths": e.get("worker_deaths", 0), "ledger": r.ledger["summary"], "notes": r.notes}
 
 
 def _fmt(v: float, counted: bool) -> str:
@@ -70,6 +74,7 @@ def roster_table(rows: list[dict], command: str) -> str:
         "| task | algorithm | claimed ε | CP | one-run | zCDP | GDP | ε lower | confidence | trials | released | time (s) | verdict |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    rerun: dict[str, list[str]] = {}
     for r in rows:
         b, c = r["bounds"], r["counted"]
         verdict = "**violation**: " + "; ".join(r["reasons"]) if r["violation"] else "no violation found"
@@ -77,12 +82,15 @@ def roster_table(rows: list[dict], command: str) -> str:
             verdict += f" ({r['setting']})"
         if r["released"] == 0:
             verdict += "; declined in every run"
+        if r.get("command") and r["command"] != command:
+            rerun.setdefault(r["command"], []).append(f"`{r['algorithm']}` ({r['task']})")
         out.append(f"| {r['task']} | `{r['algorithm']}` | {r['epsilon']:g} | {_fmt(b['clopper_pearson'], c['clopper_pearson'])} | "
                    f"{_fmt(b['one_run'], c['one_run'])} | {_fmt(b['zcdp'], c['zcdp'])} | {_fmt(b['gdp'], c['gdp'])} | "
                    f"{r['epsilon_lower']:.3f} | {r['confidence']:g} | {r['trials']} | {r['released']} | "
                    f"{r['seconds']:.0f} | {verdict} |")
     out += ["", "Bounds in parentheses do not count for this algorithm's ledger (information only): zCDP counts for a "
             "ledger in rho, GDP for one in mu^2. Each column is the larger of the two designs (mirror, inside).", ""]
+    out += [f"Rows of {', '.join(names)} regenerated with `{cmd}`.\n" for cmd, names in rerun.items()]
     return "\n".join(out)
 
 
@@ -132,6 +140,61 @@ def sensitivity(trials: int, workers: int | None, seed: int, factors=(0.1, 0.5, 
     return rows, "\n".join(lines)
 
 
+def _pair_rho(x1, y1, x2, y2, sxx: float, sxy: float) -> float:
+    """zCDP rho of ssp's joint Gaussian release of (upper triangle of X'X, X'y) between two rows."""
+    iu = np.triu_indices(len(x1))
+    dG = (np.outer(x1, x1) - np.outer(x2, x2))[iu]
+    db = np.asarray(x1) * y1 - np.asarray(x2) * y2
+    return float((dG @ dG / sxx**2 + db @ db / sxy**2) / 2.0)
+
+
+def missing_term(trial_counts, workers: int | None, seed: int) -> tuple[list[dict], str]:
+    """``ssp`` calibrated without its X'y term: the audit at several sizes, and its true privacy loss."""
+    import itertools
+
+    from dpstats.algorithms.linreg.ssp import SSP
+    from dpstats.audit.neighbours import generated
+    from dpstats.privacy.accounting import zcdp_epsilon
+    from tests.audit_broken import SSPMissingTerm
+
+    nb = generated("linreg", n=1000, seed=seed, design="mirror")
+    grid = [np.array([1.0, a, b]) for a in np.linspace(-1, 1, 9) for b in np.linspace(-1, 1, 9)]
+    ys = np.linspace(-1, 1, 5)
+    facts = []
+    for cls in (SSP, SSPMissingTerm):
+        out = cls().run(nb.base, nb.facts, 1.0, 1e-6, np.random.default_rng(0))
+        sxx, sxy = out.details["sigma_xx"], out.details["sigma_xy"]
+        charged = sum(c for _, c, _, _ in out.ledger)
+        worst = max(_pair_rho(x1, y1, x2, y2, sxx, sxy)
+                    for (x1, y1), (x2, y2) in itertools.product(itertools.product(grid, ys), repeat=2))
+        pair = _pair_rho(nb.neighbour.X[nb.row], nb.neighbour.y[nb.row], nb.base.X[nb.row], nb.base.y[nb.row], sxx, sxy)
+        facts.append((cls.name, sxx, sxy, charged, worst, pair))
+    rows = []
+    for t in trial_counts:
+        r = audit(SSPMissingTerm, task="linreg", epsilon=1.0, trials=t, design="mirror", workers=workers, seed=seed)
+        rows.append({"trials": t, **_row(r)})
+        print(f"  ssp missing X'y term, {t} releases: epsilon_lower {r.epsilon_lower:.3f}, violation {r.violation} "
+              f"({r.seconds:.0f} s)", flush=True)
+    lines = ["<!-- generated by benchmarks/audit_roster.py; do not edit -->", "",
+             "Command: `.venv/bin/python benchmarks/audit_roster.py --missing-term-only --missing-term-trials "
+             + " ".join(str(t) for t in trial_counts) + "`", "",
+             "`ssp` (linreg) on the generated mirror pair (n = 1000, ε = 1, δ = 1e-6) and the same calibrated without "
+             "the X'y term of its joint sensitivity. The Gaussian release of (X'X, X'y) costs ρ = Δ²/2 between two "
+             "rows; the worst pair is searched on a grid of rows in the public box:", "",
+             "| variant | σ_XX | σ_Xy | ρ charged | ρ, worst pair (ε) | ρ, audit's pair (ε) |", "|---|---|---|---|---|---|"]
+    for name, sxx, sxy, charged, worst, pair in facts:
+        lines.append(f"| `{name}` | {sxx:.2f} | {sxy:.2f} | {charged:.5f} | {worst:.5f} ({zcdp_epsilon(worst, 1e-6):.2f}) | "
+                     f"{pair:.5f} ({zcdp_epsilon(pair, 1e-6):.2f}) |")
+    lines += ["", "The audit of the variant (mirror design, released solve):", "",
+              "| trials | CP | one-run | zCDP | GDP (info) | ε lower | time (s) | flagged |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        b = r["bounds"]
+        lines.append(f"| {r['trials']} | {b['clopper_pearson']:.3f} | {b['one_run']:.3f} | {b['zcdp']:.3f} | "
+                     f"{b['gdp']:.3f} | {r['epsilon_lower']:.3f} | {r['seconds']:.0f} | {'yes' if r['violation'] else 'no'} |")
+    lines.append("")
+    return rows, "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--epsilon", type=float, default=1.0)
@@ -146,10 +209,18 @@ def main(argv=None) -> int:
     ap.add_argument("--sensitivity-trials", type=int, default=20000)
     ap.add_argument("--sensitivity-only", action="store_true", help="only the smallest-violation sweep")
     ap.add_argument("--no-sensitivity", action="store_true", help="skip the smallest-violation sweep")
+    ap.add_argument("--missing-term-out", default=str(ROOT / "docs" / "audit_missing_term.inc"))
+    ap.add_argument("--missing-term-trials", type=int, nargs="+", default=[20000, 50000, 100000])
+    ap.add_argument("--missing-term-only", action="store_true", help="only the ssp missing-X'y-term audit")
     ap.add_argument("--resume", action="store_true", help="reuse audits saved in <json>.partial.json by an earlier run")
     args = ap.parse_args(argv)
 
     results: dict = {}
+    if args.missing_term_only:
+        mrows, text = missing_term(args.missing_term_trials, args.workers, args.seed)
+        Path(args.missing_term_out).write_text(text)
+        results["missing_term"] = mrows
+        args.sensitivity_only = args.no_sensitivity = True  # nothing else
     if not args.sensitivity_only:
         rows = []
         argv_s = " ".join(a for a in (argv if argv is not None else sys.argv[1:]) if a != "--resume")
@@ -183,7 +254,27 @@ def main(argv=None) -> int:
                 partial.write_text(json.dumps(done, indent=1, default=float))
                 print(f"  epsilon_lower {r.epsilon_lower:.3f}, violation {r.violation}, {r.seconds:.0f} s", flush=True)
         print(f"roster: {time.perf_counter() - t0:.0f} s")
-        Path(args.out).write_text(roster_table(rows, command) + "".join(f"\n{x}\n" for x in skipped))
+        for row in rows:
+            row.setdefault("command", command)
+        main_command = command
+        if args.only:  # replace these rows in the saved roster; the other rows keep the command that made them
+            try:
+                saved = json.loads(Path(args.json).read_text())
+            except (OSError, ValueError):
+                saved = {}
+            old_rows = saved.get("roster", [])
+            main_command = saved.get("command", ".venv/bin/python benchmarks/audit_roster.py")
+            new = {(r["task"], r["algorithm"]): r for r in rows}
+            merged = [new.pop((r["task"], r["algorithm"]), r) for r in old_rows]
+            for r in merged:
+                r.setdefault("command", main_command)
+            order = {(t, c.name): i for i, (t, c) in enumerate((t, c) for t in ("sce", "linreg", "mean")
+                                                                for c in list_algorithms(t, "standard"))}
+            rows = sorted(merged + list(new.values()), key=lambda r: order.get((r["task"], r["algorithm"]), 1 << 30))
+            results["command"] = main_command
+        else:
+            results["command"] = command
+        Path(args.out).write_text(roster_table(rows, main_command) + "".join(f"\n{x}\n" for x in skipped))
         results["roster"] = rows
     if not args.no_sensitivity:
         srows, text = sensitivity(args.sensitivity_trials, args.workers, args.seed)

@@ -14,6 +14,16 @@ Design
   computed on these runs only, at the thresholds chosen before, so no
   correction for the search is needed.
 
+Running
+-------
+Each release is one call (``_release``) of a
+:class:`~dpstats.bench.trial.CallJob` in the benchmark's
+:class:`~dpstats.bench.trial.WorkerPool`, under its per-release limits
+(:class:`~dpstats.bench.trial.Limits`: 60 s, 4096 MB by default). A release
+that exceeds a limit is a ``timeout`` or ``memory`` outcome and a worker that
+dies an ``error``; like a decline, each is scored as a category by the
+statistics (:mod:`dpstats.audit.attack`) and counted in the result.
+
 Estimators and what they refute
 -------------------------------
 ``clopper_pearson`` and ``one_run`` refute the bare ``(epsilon, delta)``
