@@ -58,6 +58,7 @@ SYNTHESIZERS: dict[str, str] = {
     "mwem_pgm": "dpstats.synth.mechanisms.mwem_pgm:MWEMPGM",
     "privbayes": "dpstats.synth.mechanisms.privbayes:PrivBayes",
     "ron_gauss": "dpstats.synth.mechanisms.ron_gauss:RONGauss",
+    "fem": "dpstats.synth.mechanisms.fem:FEM",
 }
 
 
