@@ -72,8 +72,13 @@ def coefficient_of(linreg_cls: type[Algorithm], name: str | None = None) -> type
         inner = linreg_cls(**self.params)
         out = inner._run(data, facts, epsilon, delta, rng)
         if isinstance(out, Release):
-            est = np.asarray(out.estimate, dtype=float).reshape(-1)
-            return replace(out, estimate=np.array([est[facts.coef_index]]))
+            j = facts.coef_index
+
+            def pick(a: Any) -> Any:
+                return None if a is None else np.array([np.asarray(a, dtype=float).reshape(-1)[j]])
+
+            return replace(out, estimate=pick(out.estimate), std_error=pick(out.std_error),
+                           bias_bound=pick(out.bias_bound))
         return out
 
     cls = type(
@@ -92,6 +97,8 @@ def coefficient_of(linreg_cls: type[Algorithm], name: str | None = None) -> type
             "__module__": linreg_cls.__module__,
             "__doc__": f"Single coefficient from :class:`{linreg_cls.__module__}.{linreg_cls.__name__}`.",
             "wraps": linreg_cls,
+            "intervals": getattr(linreg_cls, "intervals", False),
+            "interval_params": dict(getattr(linreg_cls, "interval_params", {})),
         },
     )
     return register(cls)
@@ -107,6 +114,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "dpstats.algorithms.linreg.sa_median",
     "dpstats.algorithms.linreg.ssp",
     "dpstats.algorithms.linreg.ssp_bootstrap",
+    "dpstats.algorithms.linreg.synth",
     "dpstats.algorithms.linreg.tukeyem",
     "dpstats.algorithms.mean.adaptive",
     "dpstats.algorithms.mean.bhs_affine",
@@ -114,6 +122,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "dpstats.algorithms.mean.coinpress",
     "dpstats.algorithms.mean.kv_clip",
     "dpstats.algorithms.mean.kv_interval",
+    "dpstats.algorithms.mean.synth",
     "dpstats.algorithms.sce.blb_coinpress",
     "dpstats.algorithms.sce.fwl_blocks",
     "dpstats.algorithms.sce.fwl_preprocessed",
@@ -140,7 +149,8 @@ def _load_builtin() -> None:
     register_tuned()
 
 
-def list_algorithms(task: str | None = None, interpretation: str | None = None) -> list[type[Algorithm]]:
+def list_algorithms(task: str | None = None, interpretation: str | None = None, *,
+                    opt_in: bool = False) -> list[type[Algorithm]]:
     """Registered algorithms, sorted by task then name.
 
     Parameters
@@ -149,6 +159,11 @@ def list_algorithms(task: str | None = None, interpretation: str | None = None) 
         Keep only this task.
     interpretation : str, optional
         Keep only this interpretation class (e.g. ``"standard"``).
+    opt_in : bool
+        Also list the opt-in algorithms (class attribute ``opt_in = True``:
+        the synthesize-then-estimate algorithms of synthesizers that compile
+        JAX or torch code, seconds per run; run by name, e.g. ``dpstats bench
+        --algorithm synth_mst``, and always found by :func:`get`).
     """
     _load_builtin()
     if task is not None and task not in TASKS:
@@ -156,6 +171,8 @@ def list_algorithms(task: str | None = None, interpretation: str | None = None) 
     out = [c for (t, _), c in _REGISTRY.items() if task is None or t == task]
     if interpretation is not None:
         out = [c for c in out if c.interpretation == interpretation]
+    if not opt_in:
+        out = [c for c in out if not getattr(c, "opt_in", False)]
     return sorted(out, key=lambda c: (TASKS.index(c.task), c.name))
 
 

@@ -54,6 +54,7 @@ Hessian of the objective the steps minimise (no overshoot from a mismatch).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from scipy import linalg
@@ -95,6 +96,39 @@ def box_width(n: int, d: int, rho_gram: float, c: float = 0.01, lo: float = 3.0,
     return float(min(hi, max(lo, k)))
 
 
+def newton_meat(W: np.ndarray, r: np.ndarray, wn: np.ndarray, C: float, sigma: float, steps: int,
+                acc: ZCDPAccountant, rng: np.random.Generator) -> np.ndarray:
+    """Covariance of the whitened Newton update: a released sandwich "meat" plus the steps' noise.
+
+    Releases ``M = sum_i g_i g_i'`` with ``g_i = clip_C(w_i r_i)`` at the
+    final estimate (upper triangle, Gaussian with the rest of the budget):
+    each ``g_i g_i'`` has Frobenius norm at most ``C^2`` and replacing a row
+    changes the upper triangle by at most ``sqrt(2) C^2`` (``||aa' - bb'||_F^2
+    = ||a||^4 + ||b||^4 - 2 (a'b)^2``). ``M`` is the heteroskedasticity-robust
+    meat of the clipped estimating equation in the whitened basis, where the
+    bread is the identity (``P = L L'`` is the noisy Hessian). Post-processing:
+    eigenvalues of the noisy ``M`` are floored at twice the noise's
+    operator-norm scale ``2 sigma_M sqrt(d)`` (errs wide), and the last
+    step's noise ``sigma^2 I`` is added, with as much again for the earlier
+    steps' noise that an imperfect preconditioner leaves (a heuristic).
+    """
+    n, d = W.shape
+    f = np.minimum(1.0, C / np.maximum(wn * np.abs(r), 1e-300))
+    G = W * (r * f)[:, None]
+    iu = np.triu_indices(d)
+    sens = math.sqrt(2.0) * C * C
+    sig_M = acc.gaussian_sigma(sens, fraction=acc.remaining / acc.rho)
+    m = acc.gaussian("meat of the Newton step", (G.T @ G)[iu], sensitivity=sens, sigma=sig_M, rng=rng,
+                     note="sum of clipped g g' (upper triangle), replace-one sensitivity sqrt(2) C^2")
+    M = np.zeros((d, d))
+    M[iu] = m
+    M = M + np.triu(M, 1).T
+    ev, V = np.linalg.eigh(M)
+    ev = np.maximum(ev, 0.0) + 2.0 * sig_M * math.sqrt(d)
+    extra = (1.0 + (1.0 if steps > 1 else 0.0)) * sigma**2
+    return (V * (ev + extra)) @ V.T
+
+
 @register
 class DPNewton(Algorithm):
     """Private Newton steps in a privately whitened basis (standard; dpstats' own).
@@ -125,8 +159,13 @@ class DPNewton(Algorithm):
         "k_sd": Param(None, "ours: None = box_width(n, d, rho): wider boxes when the noise is small"),
         "box_c": Param(0.01, "ours: boxes wider than 3 sd only when n/d is in the thousands (tuned on the public corpus and on skewed simulated data)"),
         "clip_max_level": Param(0.9999, "ours: on large samples clip almost nothing"),
+        "se_share": Param(0.0, "ours: share of rho for the noisy meat of the Newton step, a sandwich standard error "
+                               "(0: point release only; the API's intervals use interval_params)"),
         "shrink": Param(True, "ours: positive-part James-Stein towards 0 on the final estimate (post-processing); helps at small epsilon, neutral otherwise"),
     }
+    #: the method gives a standard error and an interval with these hyperparameters (the API's default)
+    intervals = True
+    interval_params = {"se_share": 0.1}
     public_details = {
         **BASIS_DETAILS,
         "ridge": "public fact: ridge * sigma_xx * sqrt(d)",
@@ -159,13 +198,15 @@ class DPNewton(Algorithm):
         w, V = linalg.eigh(H)
         w = np.maximum(w, 0.0) + lam
         theta = V @ ((V.T @ b) / w)
+        theta_init = theta
         L = linalg.cholesky((V * w) @ V.T, lower=True)
         # 3. whitened rows and the gradient clip
         W = linalg.solve_triangular(L, Z.T, lower=True).T
         wn = np.linalg.norm(W, axis=1)
         eps_c = em_epsilon(p["clip_fraction"] * acc.rho, bound="bounded_range")
         T = int(p["steps"])
-        rho_step = (acc.remaining - em_rho(eps_c, bound="bounded_range")) / T
+        rho_se = float(p["se_share"]) * acc.rho  # kept back for the sandwich (step 5b)
+        rho_step = (acc.remaining - em_rho(eps_c, bound="bounded_range") - rho_se) / T
         qc = 1.0 - p["clip_kappa"] / math.sqrt(2.0 * n * rho_step)
         qc = max(0.5, min(qc, scale_quantile(n, eps_c, lo=0.5, hi=p["clip_max_level"])))
         r = u - Z @ theta
@@ -177,20 +218,49 @@ class DPNewton(Algorithm):
             gn = wn * np.abs(r)
             f = np.minimum(1.0, C / np.maximum(gn, 1e-300))
             g = W.T @ (r * f)
-            share = acc.remaining / (T - t)
+            share = (acc.remaining - rho_se) / (T - t)
             sigma = 2.0 * C / math.sqrt(2.0 * share)
             g = acc.gaussian(f"Newton step {t + 1}", g, sensitivity=2.0 * C, sigma=sigma, rng=rng,
                              note="clipped gradient sum, replace-one sensitivity 2C")
             theta = theta + p["eta"] * linalg.solve_triangular(L.T, g, lower=False)
+        cov_g = None
+        if rho_se > 0:
+            cov_g = newton_meat(W, u - Z @ theta, wn, C, sigma, T, acc, rng)
+        unshrunk = theta
         if p["shrink"] and d >= 3:
             # positive-part James-Stein towards 0 in the whitened coordinates L' theta, where the
             # last step's noise is N(0, sigma^2 I) (post-processing of released values)
             v = L.T @ theta
             theta = theta * max(0.0, 1.0 - (d - 2) * sigma**2 / max(float(v @ v), 1e-300))
-        return self.release(
+        out = self.release(
             basis.coef_to_raw(theta), acc, ridge=lam, clip=C, clip_quantile=qc, k_sd=k_sd,
             sigma_xx=cal.sigma_xx, **basis.details,
         )
+        if cov_g is None:
+            return out
+        # covariance of theta = L^{-T} cov_g L^{-T}'; raw coefficients are affine in theta (Jacobian J)
+        Li = linalg.solve_triangular(L.T, np.eye(d), lower=False)
+        cov_t = Li @ cov_g @ Li.T
+        base = basis.coef_to_raw(np.zeros(d))
+        J = np.column_stack([basis.coef_to_raw(e) - base for e in np.eye(d)])
+        se = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", J, cov_t, J), 0.0))
+        bias = np.abs(J @ (theta - unshrunk))
+        # the steps converge to the (clipped) least-squares solution only as fast as the preconditioner
+        # allows: ||I - P^{-1} Z'Z|| <= (||E|| + lambda) / lambda_min(P) with ||E|| ~ 2 sigma_xx sqrt(d) the
+        # Gram noise's norm (public). The distance left after T steps is allowed for; without a contraction
+        # the release cannot be localised (post-processing of released P and the steps)
+        rate = (2.0 * cal.sigma_xx * math.sqrt(d) + lam) / float(np.min(w))
+        if rate < 1.0:
+            left = rate**T / (1.0 - rate**T) * float(np.linalg.norm(L.T @ (unshrunk - theta_init)))
+            bias = bias + left * np.linalg.norm(J @ Li, axis=1)
+        else:
+            se = np.full(d, np.inf)
+        # a column most of whose rows sit at the box edge (released diagonal of Z'Z) had a failed private
+        # range: every coefficient is then biased by an unknown amount
+        free = np.asarray(S.free, dtype=int)
+        if free.size and np.any(np.diag(H)[free] / n > 0.35 + 3.0 * cal.sigma_xx / n):
+            se = np.full(d, np.inf)
+        return replace(out, std_error=se, df=float(max(n - d, 1)), bias_bound=bias)
 
 
 coefficient_of(DPNewton)
