@@ -52,6 +52,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
                    help="privacy levels (default: 0.1 1 10)")
     b.add_argument("--trials", type=int, default=DEFAULT_TRIALS, metavar="N", help=f"seeds 0..N-1 (default: {DEFAULT_TRIALS})")
     b.add_argument("--sample", type=int, metavar="ROWS", help="use a seeded sample of ROWS rows of each data set")
+    b.add_argument("--workers", type=int, default=1, metavar="K",
+                   help="benchmark worker processes running trials at once (default: 1)")
     b.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: when stderr is a terminal)")
     b.add_argument("--out", required=True, metavar="DIR", help="output folder (must not exist or be empty)")
@@ -130,6 +132,8 @@ def _bench(args: argparse.Namespace) -> int:
         validate_budget(e, delta)
     if args.trials < 1:
         raise ValueError(f"--trials must be >= 1, got {args.trials}")
+    if args.workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {args.workers}")
     if (args.schema or args.label) and not args.data:
         raise ValueError("--schema and --label go with --data")
     limits = _limits(args)
@@ -159,7 +163,7 @@ def _bench(args: argparse.Namespace) -> int:
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         res, frames = run_benchmark(datasets, mechs, epsilons, args.trials, delta=delta,
-                                    discretizer=args.discretizer, keep_frames=True,
+                                    discretizer=args.discretizer, keep_frames=True, workers=args.workers,
                                     progress=(lambda _o: bar.update(1)) if bar is not None else None, **limits)
         if bar is not None:
             bar.close()

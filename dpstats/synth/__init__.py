@@ -6,11 +6,15 @@
 * :mod:`dpstats.synth.discretize` -- equal-width and PrivTree discretisers,
   decoding, one-hot encoding;
 * :mod:`dpstats.synth.workload` -- the paper's workloads;
-* :mod:`dpstats.synth.metrics` -- the paper's metrics;
+* :mod:`dpstats.synth.pipeline` -- validate, discretise, synthesize, decode;
 * :mod:`dpstats.synth.datasets` -- Bank, Shopping (shipped), Adult, Census,
   Mushroom (fetched by ``scripts/setup.sh``);
-* :mod:`dpstats.synth.mechanisms` -- the synthesizers;
-* :mod:`dpstats.synth.bench` -- the benchmark behind ``dpstats synth``.
+* :mod:`dpstats.synth.mechanisms` -- the synthesizers.
+
+This package is a layer between :mod:`dpstats.algorithms` (whose
+synthesize-then-estimate algorithms use it) and :mod:`dpstats.ols` /
+:mod:`dpstats.data`; the benchmark behind ``dpstats synth bench``, the
+paper's metrics and figures are in :mod:`dpstats.bench.synth`.
 
 Registry
 --------

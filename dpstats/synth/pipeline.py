@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpstats.privacy.accounting import Accountant
 from dpstats.synth.base import DiscreteData, Synthesizer, Synthetic
 from dpstats.synth.discretize import DISCRETIZERS, EqualWidth, PrivTree, encode
 from dpstats.synth.schema import Schema
@@ -41,7 +42,8 @@ class SynthesisResult:
 
 def synthesize_frame(df: pd.DataFrame, schema: Schema, synthesizer: Synthesizer, epsilon: float, delta: float,
                      rng: np.random.Generator, *, discretizer: EqualWidth | PrivTree | None = None,
-                     n_rows: int | None = None, file: str | None = None) -> SynthesisResult:
+                     n_rows: int | None = None, file: str | None = None,
+                     accountant: Accountant | None = None) -> SynthesisResult:
     """Synthesize ``df`` under the public ``schema`` with an (epsilon, delta) budget.
 
     Parameters
@@ -59,9 +61,14 @@ def synthesize_frame(df: pd.DataFrame, schema: Schema, synthesizer: Synthesizer,
     n_rows : int, optional
     file : str, optional
         Named in error messages.
+    accountant : Accountant, optional
+        The accountant of the whole ``(epsilon, delta)`` budget, of the
+        synthesizer's type; it may already hold other spends of the same
+        release (e.g. privately estimated ranges), and the discretiser and the
+        synthesizer then spend what remains. Default: a new one.
     """
     df = schema.validate(df, file=file)
-    acc = synthesizer.accountant(epsilon, delta)
+    acc = synthesizer.accountant(epsilon, delta) if accountant is None else accountant
     disc = discretizer if discretizer is not None else PrivTree()
     edges = disc.edges(df, schema, acc, rng)
     real = encode(df, schema, edges, file=file)

@@ -96,3 +96,68 @@ def test_run_without_schema_is_marked_non_standard(tmp_path, small, capsys):
         code, io = _run(["synth", "run", "independent", "--data", str(data), "--label", "b", "--epsilon", "1",
                          "--out", str(tmp_path / "s.csv")], capsys)
     assert code == 0 and json.loads(io.out)["schema_standard"] is False
+
+
+@pytest.mark.filterwarnings("ignore::dpstats.privacy.accounting.PrivacyLeakWarning")
+@pytest.mark.parametrize("schema_text,extra,words", [
+    ('[columns.zz]\ntype = "numeric"\nbounds = [0, 5]\n', [],
+     "d.csv: column 'zz': named in the schema"),
+    ('[columns.b]\ntype = "categorical"\nlevels = ["x"]\n', [],
+     "d.csv: column 'b': value 'y' (row 2) is not among the schema's levels"),
+    ('[columns.a]\ntype = "numeric"\nbounds = [0, 2]\n', [],
+     "d.csv: column 'a': value 3 (row 3) is outside the public bounds [0, 2]"),
+    ('label = "a"\n[columns.a]\ntype = "numeric"\nbounds = [0, 5]\n', [],
+     "s2.toml: column 'a': the label must be categorical"),
+    ('[columns.a\ntype = ', [], "s2.toml: not valid TOML"),
+    (None, ["--label", "zz"], "d.csv: column 'zz': the label is not a column of the data"),
+    (None, ["--data-file-is-binary"], "bin.csv: cannot read the data file"),
+])
+def test_bad_input_one_message_naming_file_and_column(tmp_path, small, capsys, schema_text, extra, words):
+    """Each case of the issue's "Bad input": exit 2, one line on stderr, no traceback, nothing in --out."""
+    data, _ = small
+    argv = ["synth", "bench", "--data", str(data), "--mechanism", "independent", "--trials", "1",
+            "--epsilon", "1", "--out", str(tmp_path / "out"), "--no-progress"]
+    if schema_text is not None:
+        (tmp_path / "s2.toml").write_text(schema_text)
+        argv += ["--schema", str(tmp_path / "s2.toml")]
+    if extra == ["--data-file-is-binary"]:
+        (tmp_path / "bin.csv").write_bytes(b"\x00\x01\xff\xfe garbage")
+        argv[argv.index(str(data))] = str(tmp_path / "bin.csv")
+        extra = []
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, io = _run(argv + extra, capsys)
+    assert code == 2 and words in io.err, io.err
+    assert len(io.err.strip().splitlines()) == 1 and "Traceback" not in io.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before   # nothing written, no temp folder left
+
+
+def test_data_file_never_seen_anes96(tmp_path, capsys):
+    """``--data FILE`` on a data set outside the corpus and the paper: ANES 1996 (statsmodels), codebook schema."""
+    sm = pytest.importorskip("statsmodels.api")
+    df = sm.datasets.anes96.load_pandas().data        # 944 rows; logpopul (derived) is not in the schema
+    data = tmp_path / "anes96.csv"
+    df.to_csv(data, index=False)
+    cat = lambda lo, hi: "{ type = \"categorical\", levels = [" + ", ".join(str(i) for i in range(lo, hi + 1)) + "] }"
+    schema = tmp_path / "anes96.toml"
+    schema.write_text("\n".join([
+        'label = "vote"', "[columns]",
+        'popul = { type = "numeric", bounds = [0, 10000] }',          # census place population, 1000s
+        'TVnews = { type = "numeric", bounds = [0, 7], integer = true }',  # days a week
+        f"selfLR = {cat(1, 7)}", f"ClinLR = {cat(1, 7)}", f"DoleLR = {cat(1, 7)}", f"PID = {cat(0, 6)}",
+        'age = { type = "numeric", bounds = [18, 100], integer = true }',
+        f"educ = {cat(1, 7)}", f"income = {cat(1, 24)}", f"vote = {cat(0, 1)}", ""]))
+    out = tmp_path / "out"
+    code, io = _run(["synth", "bench", "--data", str(data), "--schema", str(schema), "--mechanism", "independent",
+                     "privbayes", "--epsilon", "1", "--trials", "1", "--out", str(out), "--no-progress"], capsys)
+    assert code == 0, io.err
+    res = pd.read_csv(out / "results.csv")
+    assert set(res["dataset"]) == {"anes96"} and (res["status"] == "ok").all()
+    assert set(res["metric"]) == {"ind", "pair", "coracc", "f1"} and res["value"].between(0, 1).all()
+    assert set(res["mechanism"]) == {"independent", "privbayes"}
+    syn_out = tmp_path / "syn.csv"
+    code, io = _run(["synth", "run", "privbayes", "--data", str(data), "--schema", str(schema), "--epsilon", "1",
+                     "--out", str(syn_out)], capsys)
+    assert code == 0, io.err
+    syn = pd.read_csv(syn_out)
+    assert list(syn.columns) == [c for c in df.columns if c != "logpopul"] and len(syn) == len(df)
+    assert syn["income"].isin(range(1, 25)).all() and syn["age"].between(18, 100).all()

@@ -1,11 +1,15 @@
 """The synthetic-data benchmark behind ``dpstats synth bench`` (Tao et al. 2021).
 
-For every (data set, mechanism, epsilon, trial) a supervised child process
-synthesizes the data set under the protocol's limits (60 s wall clock, 4 GB
-of memory growth: :data:`dpstats.bench.trial.DEFAULT_TIME_LIMIT`,
-:data:`~dpstats.bench.trial.DEFAULT_MEMORY_MB`); a trial that exceeds them
-is recorded as ``timeout`` or ``memory``, never given more. The parent then
-scores the synthetic table with :func:`dpstats.bench.synth.metrics.evaluate`.
+Every (data set, mechanism, epsilon, trial) synthesizes the data set in a
+worker of the benchmark's own :class:`~dpstats.bench.trial.WorkerPool`, under
+the protocol's limits (60 s wall clock, 4 GB of memory growth:
+:data:`dpstats.bench.trial.DEFAULT_TIME_LIMIT`,
+:data:`~dpstats.bench.trial.DEFAULT_MEMORY_MB`), exactly as the trials of
+``dpstats bench`` run: a trial that exceeds a limit is killed and recorded as
+``timeout`` or ``memory``, never given more. The trials of one (data set,
+mechanism) pair form one :class:`~dpstats.bench.trial.CallJob`, so a worker
+receives the data once per pair. The parent then scores each synthetic table
+with :func:`dpstats.bench.synth.metrics.evaluate` (outside the limits).
 
 Summaries follow the paper's Fig. 1: a mechanism is *optimal* for a (data
 set, epsilon, metric) when its mean over trials is the best; its *optimal
@@ -17,25 +21,20 @@ per metric group and overall ("GT").
 from __future__ import annotations
 
 import math
-import multiprocessing as mp
-import os
-import resource
-import time
-import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from dpstats.bench.trial import AS_FACTOR, DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT
-from dpstats.synth import get_synthesizer
 from dpstats.bench.synth.metrics import METRICS, evaluate, metric_bins
+from dpstats.bench.trial import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, CallJob, CallResult, Limits, WorkerPool
+from dpstats.synth import get_synthesizer
 from dpstats.synth.pipeline import make_discretizer, synthesize_frame
 from dpstats.synth.schema import Schema
 
-__all__ = ["SynthTrial", "TrialOutcome", "run_supervised", "run_benchmark", "summarize", "DEFAULT_EPSILONS",
-           "DEFAULT_DELTA"]
+__all__ = ["SynthTrial", "TrialOutcome", "run_supervised", "run_trials", "run_benchmark", "summarize",
+           "DEFAULT_EPSILONS", "DEFAULT_DELTA"]
 
 DEFAULT_EPSILONS = (0.1, 1.0, 10.0)
 #: delta of every trial (the paper's epsilons are paired with a small delta; n is at most 3e5 here).
@@ -44,6 +43,8 @@ DEFAULT_DELTA = 1e-9
 
 @dataclass(frozen=True)
 class SynthTrial:
+    """One synthesis: ``mechanism`` on ``dataset`` at ``(epsilon, delta)`` with ``default_rng(seed)``."""
+
     dataset: str
     mechanism: str
     epsilon: float
@@ -53,104 +54,138 @@ class SynthTrial:
 
 @dataclass
 class TrialOutcome:
+    """A trial's status (``ok``, ``timeout``, ``memory``, ``error``), wall seconds, message and synthetic frame."""
+
     trial: SynthTrial
-    status: str                      # ok, timeout, memory, error
+    status: str
     seconds: float
     message: str = ""
     frame: pd.DataFrame | None = None
+    peak_mb: float = 0.0
 
 
-def _child(conn: Any, df: pd.DataFrame, schema: Schema, trial: SynthTrial, discretizer: str,
-           memory_mb: float) -> None:
-    try:
-        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        with open(f"/proc/{os.getpid()}/statm") as f:
-            vms = int(f.read().split()[0]) * resource.getpagesize()
-        limit = vms + int(AS_FACTOR * memory_mb * 2**20)
-        resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
-    except (OSError, ValueError):  # pragma: no cover - platforms without /proc or RLIMIT_AS
-        pass
-    t0 = time.monotonic()
-    try:
-        synth = get_synthesizer(trial.mechanism)()
-        rng = np.random.default_rng(trial.seed)
-        res = synthesize_frame(df, schema, synth, trial.epsilon, trial.delta, rng,
-                               discretizer=make_discretizer(discretizer), file=trial.dataset)
-        conn.send(("ok", time.monotonic() - t0, "", res.frame))
-    except MemoryError:
-        conn.send(("memory", time.monotonic() - t0, "MemoryError", None))
-    except BaseException as exc:  # noqa: BLE001 - reported, not raised
-        conn.send(("error", time.monotonic() - t0, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}",
-                   None))
-    finally:
-        conn.close()
+@dataclass(frozen=True)
+class _Context:
+    """What a worker needs for the trials of one (data set, mechanism) job (pickled once per job)."""
+
+    df: pd.DataFrame
+    schema: Schema
+    discretizer: str
+
+
+def _synthesize_call(ctx: _Context, trial: SynthTrial) -> pd.DataFrame:
+    """One trial, in a worker: synthesize ``ctx.df`` (a module-level function, pickled by reference)."""
+    synth = get_synthesizer(trial.mechanism)()
+    rng = np.random.default_rng(trial.seed)
+    res = synthesize_frame(ctx.df, ctx.schema, synth, trial.epsilon, trial.delta, rng,
+                           discretizer=make_discretizer(ctx.discretizer), file=trial.dataset)
+    return res.frame
+
+
+def run_trials(tasks: Sequence[tuple[pd.DataFrame, Schema, Sequence[SynthTrial]]], *, discretizer: str = "privtree",
+               time_limit: float = DEFAULT_TIME_LIMIT, memory_mb: float = DEFAULT_MEMORY_MB, workers: int = 1,
+               on_outcome: Callable[[TrialOutcome], None]) -> None:
+    """Run synthesis trials in a :class:`~dpstats.bench.trial.WorkerPool` under the limits.
+
+    Parameters
+    ----------
+    tasks : sequence of (DataFrame, Schema, trials)
+        Each data set with its trials; the trials of one mechanism on one data
+        set form one job.
+    discretizer : str
+    time_limit, memory_mb : float
+        Per-trial limits (a trial over them is ``timeout`` / ``memory``).
+    workers : int
+        Worker processes.
+    on_outcome : callable
+        Receives each :class:`TrialOutcome` as it arrives (in completion order).
+    """
+    jobs = []
+    for df, schema, trials in tasks:
+        ctx = _Context(df, schema, discretizer)
+        by_mech: dict[tuple[str, str], list[SynthTrial]] = {}
+        for t in trials:
+            by_mech.setdefault((t.dataset, t.mechanism), []).append(t)
+        for (ds, mech), ts in by_mech.items():
+            jobs.append(CallJob(_synthesize_call, ctx, tuple(ts), name=f"synth {mech}", instance=ds,
+                                corpus="<synth>"))
+
+    def on_result(r: CallResult) -> None:
+        ok = r.status == "ok" and isinstance(r.value, pd.DataFrame)
+        message = r.message or ""
+        if r.status == "timeout" and not message:
+            message = f"exceeded {time_limit:g} s"
+        on_outcome(TrialOutcome(r.item, r.status if ok or r.status != "ok" else "error", float(r.seconds),
+                                message, r.value if ok else None, float(r.peak_mb)))
+
+    with WorkerPool(workers, Limits(time=time_limit, memory_mb=memory_mb)) as pool:
+        pool.run(jobs, on_result)
 
 
 def run_supervised(df: pd.DataFrame, schema: Schema, trial: SynthTrial, *, discretizer: str = "privtree",
                    time_limit: float = DEFAULT_TIME_LIMIT, memory_mb: float = DEFAULT_MEMORY_MB) -> TrialOutcome:
-    """Synthesize one trial in a forked child under the time and memory limits."""
-    ctx = mp.get_context("fork")
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, df, schema, trial, discretizer, memory_mb), daemon=True)
-    t0 = time.monotonic()
-    proc.start()
-    child.close()
-    try:
-        if parent.poll(time_limit):
-            try:
-                status, seconds, message, frame = parent.recv()
-            except EOFError:
-                proc.join(5)
-                code = proc.exitcode
-                status, seconds, message, frame = ("memory" if code and code < 0 else "error",
-                                                   time.monotonic() - t0, f"worker died (exit {code})", None)
-            return TrialOutcome(trial, status, seconds, message, frame)
-        return TrialOutcome(trial, "timeout", time.monotonic() - t0, f"exceeded {time_limit:g} s")
-    finally:
-        if proc.is_alive():
-            proc.kill()
-        proc.join(5)
-        parent.close()
+    """Synthesize one trial in a benchmark worker under the time and memory limits."""
+    out: list[TrialOutcome] = []
+    run_trials([(df, schema, [trial])], discretizer=discretizer, time_limit=time_limit, memory_mb=memory_mb,
+               on_outcome=out.append)
+    return out[0]
 
 
 def run_benchmark(datasets: Sequence[tuple[str, pd.DataFrame, Schema]], mechanisms: Sequence[str],
                   epsilons: Sequence[float], trials: int, *, delta: float = DEFAULT_DELTA,
                   discretizer: str = "privtree", time_limit: float = DEFAULT_TIME_LIMIT,
-                  memory_mb: float = DEFAULT_MEMORY_MB, progress: Callable[[TrialOutcome], None] | None = None,
+                  memory_mb: float = DEFAULT_MEMORY_MB, workers: int = 1,
+                  progress: Callable[[TrialOutcome], None] | None = None,
                   keep_frames: bool = False) -> tuple[pd.DataFrame, dict[tuple[str, str, float], pd.DataFrame]]:
     """Run every trial; return the long table of metric values and (optionally) one synthetic frame per cell.
 
     Returns
     -------
     results : DataFrame
-        Columns ``dataset, mechanism, epsilon, delta, trial, status, seconds, metric, value`` (one row per
-        metric; a failed trial has one row with metric ``""`` and its message in ``status``).
+        Columns ``dataset, mechanism, epsilon, delta, trial, status, seconds, metric, value, message`` (one
+        row per metric; a failed trial has one row with metric ``""`` and its message), in the order
+        (data set, mechanism, epsilon, trial, metric) whatever the order the trials finished in.
     frames : dict
-        ``(dataset, mechanism, epsilon) -> synthetic frame`` of the first successful trial, for the figures.
+        ``(dataset, mechanism, epsilon) -> synthetic frame`` of the lowest-seed successful trial, for the
+        figures.
     """
-    rows: list[dict[str, Any]] = []
+    data = {name: (df, schema) for name, df, schema in datasets}
+    bins = {name: metric_bins(df, schema) for name, df, schema in datasets}
+    plan = [(name, df, schema, [SynthTrial(name, m, float(e), float(delta), s)
+                                for m in mechanisms for e in epsilons for s in range(trials)])
+            for name, df, schema in datasets]
+    outcomes: dict[SynthTrial, TrialOutcome] = {}
+    scored: dict[SynthTrial, dict[str, float]] = {}
     frames: dict[tuple[str, str, float], pd.DataFrame] = {}
-    for name, df, schema in datasets:
-        bins = metric_bins(df, schema)
-        for mech in mechanisms:
-            for eps in epsilons:
-                for seed in range(trials):
-                    t = SynthTrial(name, mech, float(eps), float(delta), seed)
-                    out = run_supervised(df, schema, t, discretizer=discretizer, time_limit=time_limit,
-                                         memory_mb=memory_mb)
-                    base = {"dataset": name, "mechanism": mech, "epsilon": float(eps), "delta": float(delta),
-                            "trial": seed, "status": out.status, "seconds": round(out.seconds, 3)}
-                    if out.status == "ok" and out.frame is not None:
-                        for metric, value in evaluate(df, out.frame, schema, bins=bins, seed=seed).items():
-                            rows.append({**base, "metric": metric, "value": value})
-                        if keep_frames:
-                            frames.setdefault((name, mech, float(eps)), out.frame)
-                    else:
-                        rows.append({**base, "metric": "", "value": math.nan,
-                                     "status": out.status, "message": out.message.splitlines()[0]
-                                     if out.message else ""})
-                    if progress is not None:
-                        progress(out)
+    frame_seed: dict[tuple[str, str, float], int] = {}
+
+    def on_outcome(o: TrialOutcome) -> None:
+        t = o.trial
+        if o.status == "ok" and o.frame is not None:
+            df, schema = data[t.dataset]
+            scored[t] = evaluate(df, o.frame, schema, bins=bins[t.dataset], seed=t.seed)
+            cell = (t.dataset, t.mechanism, t.epsilon)
+            if keep_frames and t.seed < frame_seed.get(cell, trials):
+                frames[cell], frame_seed[cell] = o.frame, t.seed
+        if progress is not None:
+            progress(o)
+        o.frame = None  # scored: keep only the figures' frames in memory
+        outcomes[t] = o
+
+    run_trials([(df, schema, ts) for _, df, schema, ts in plan], discretizer=discretizer, time_limit=time_limit,
+               memory_mb=memory_mb, workers=workers, on_outcome=on_outcome)
+    rows: list[dict[str, Any]] = []
+    for _, _, _, ts in plan:
+        for t in ts:
+            out = outcomes[t]
+            base = {"dataset": t.dataset, "mechanism": t.mechanism, "epsilon": t.epsilon, "delta": t.delta,
+                    "trial": t.seed, "status": out.status, "seconds": round(out.seconds, 3)}
+            if t in scored:
+                for metric, value in scored[t].items():
+                    rows.append({**base, "metric": metric, "value": value, "message": ""})
+            else:
+                rows.append({**base, "metric": "", "value": math.nan,
+                             "message": out.message.splitlines()[0] if out.message else ""})
     cols = ["dataset", "mechanism", "epsilon", "delta", "trial", "status", "seconds", "metric", "value", "message"]
     res = pd.DataFrame(rows)
     for c in cols:
