@@ -429,17 +429,20 @@ def nuisance_spread(P: Partialled, theta: float, T: float, rng: np.random.Genera
     g0, d0 = _nuisance(G, ia, gx, gy, P.floor_ev)
     A = G[np.ix_(ia, ia)]
     iu = np.triu_indices(p1)
-    out = np.empty(n_sim)
-    dil = np.empty(n_sim)
-    for r in range(n_sim):
-        E = np.zeros((p1, p1))
-        E[iu] = rng.standard_normal(iu[0].size) * P.sigma_gram
-        E = E + np.triu(E, 1).T
-        E[0, 0] = 0.0
-        g1, d1 = _nuisance(G + E, ia, gx, gy, P.floor_ev)
-        dg, dd = g1 - g0, d1 - d0
-        out[r] = float(dg @ A @ (dd - theta * dg)) / T
-        dil[r] = float(dg @ A @ dg)
+    E = np.zeros((n_sim, p1, p1))
+    E[:, iu[0], iu[1]] = rng.standard_normal((n_sim, iu[0].size)) * P.sigma_gram
+    E = E + np.triu(E, 1).transpose(0, 2, 1)
+    E[:, 0, 0] = 0.0
+    Gs = G[None] + E
+    Hs = Gs[:, ia][:, :, ia]
+    ev, V = np.linalg.eigh(0.5 * (Hs + Hs.transpose(0, 2, 1)))
+    ev = np.maximum(ev, P.floor_ev)
+    rhs = Gs[:, ia][:, :, [gx, gy]]
+    sol = V @ ((V.transpose(0, 2, 1) @ rhs) / ev[:, :, None])
+    dg, dd = sol[:, :, 0] - g0, sol[:, :, 1] - d0
+    Adg = dg @ A.T
+    out = np.einsum("ri,ri->r", Adg, dd - theta * dg) / T
+    dil = np.einsum("ri,ri->r", Adg, dg)
     return float(np.sqrt(np.mean(out**2))), float(np.mean(dil) + 2.0 * np.std(dil))
 
 
