@@ -74,23 +74,31 @@ DEFAULT_METHODS: dict[str, str] = {
     "mean": "adaptive_whiten",
 }
 
-#: The interval method each function uses when ``inference=True`` and
-#: ``method=None`` (see ``docs/inference.md``): every input to the interval is
-#: a release or a public fact.
+#: The method each function uses when ``inference=True`` (the default) and
+#: ``method=None``: the same as :data:`DEFAULT_METHODS`, since every default
+#: method gives a private standard error and interval inside the same budget
+#: (see ``docs/inference.md``; every input to an interval is a release or a
+#: public fact). With ``inference=True`` the API runs the method with its
+#: ``interval_params`` (the budget split between estimate and uncertainty):
 #:
-#: * sce, linreg ``ssp_bootstrap``: noisy X'X, X'y (joint Gaussian, the budget
-#:   left after 10 % for private bounds when needed and 5 % for y'y) and a
-#:   parametric bootstrap (post-processing, no budget); classical
-#:   (homoskedastic) sampling error plus privacy noise.
-#: * mean ``kv_interval``: 35 % private ranges (when a column has no bounds),
-#:   15 % clipped variance, the rest the clipped mean; Student-t interval.
-INFERENCE_METHODS: dict[str, str] = {
-    "sce": "ssp_bootstrap",
-    "linreg": "ssp_bootstrap",
-    "mean": "kv_interval",
-}
+#: * sce ``fwl_score``: 10 % of the score stage for ``sum clip(u)^2 clip(v)^2``,
+#:   a heteroskedasticity-robust sandwich standard error;
+#: * linreg ``dpnewton``: 10 % of the budget for the noisy "meat" of the Newton
+#:   step, a heteroskedasticity-robust sandwich covariance;
+#: * mean ``adaptive_whiten``: free on the whitened path (the private covariance
+#:   it releases anyway), else 10 % for the clipped second moments.
+#:
+#: With ``inference=False`` the method spends the whole budget on the point
+#: estimate (its registered defaults).
+INFERENCE_METHODS: dict[str, str] = dict(DEFAULT_METHODS)
 
 _COVERS = {
+    "fwl_score": ("sampling error of independent rows (heteroskedasticity-robust, HC0 sandwich) and the privacy "
+                  "noise; not clustered sampling error, nor clipping bias"),
+    "dpnewton": ("sampling error of independent rows (heteroskedasticity-robust sandwich of the clipped Newton "
+                 "score) and the privacy noise; not clustered sampling error, nor clipping bias"),
+    "adaptive_whiten": ("sampling error of the mean of independent rows and the privacy noise, plus an allowance "
+                        "for clipping bias that assumes light tails"),
     "ssp_bootstrap": ("sampling error of the classical (homoskedastic, independent rows) OLS standard error and the "
                       "privacy noise; not heteroskedasticity-robust or clustered sampling error, nor clipping bias"),
     "kv_interval": ("sampling error of the mean of independent rows and the privacy noise, plus an allowance for "
@@ -736,21 +744,31 @@ def _warn_bounds(inst: Any, user_bounds: Mapping[str, tuple[float, float]]) -> N
 
 def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None = None,
          columns: Sequence[str] | None = None, epsilon: Any, delta: Any, method: str | None, seed: Any,
-         secure: Any, bounds: Any, levels: Any, params: dict[str, Any], inference: Any = False) -> PrivateResult:
+         secure: Any, bounds: Any, levels: Any, params: dict[str, Any], inference: Any = None) -> PrivateResult:
     eps, dlt = _check_budget(epsilon, delta)
-    if not isinstance(inference, (bool, np.bool_)):
-        raise TypeError(f"inference must be True or False, got {inference!r}")
+    if inference is not None and not isinstance(inference, (bool, np.bool_)):
+        raise TypeError(f"inference must be True, False or None, got {inference!r}")
     seed = _check_seed(seed)
     if not isinstance(secure, (bool, np.bool_)):
         raise TypeError(f"secure must be True or False, got {secure!r}")
     user_bounds = _check_bounds(bounds)
     declared = _check_levels(levels)
     df = _check_data(data)
-    name, cls = _method_class(task, method, bool(inference))
+    name, cls = _method_class(task, method, inference is not False)
+    if inference is None:  # the default: an interval whenever the method gives one
+        inference = bool(getattr(cls, "intervals", False))
     if inference and not getattr(cls, "intervals", False):
         with_ci = ", ".join(a.name for a in list_algorithms(task) if getattr(a, "intervals", False))
         raise ValueError(f"inference: method {name!r} gives no standard error or interval; use one of {with_ci} "
                          "(or method=None), or inference=False")
+    if inference:
+        # the method's budget split between estimate and uncertainty, unless the user set it
+        switch = dict(getattr(cls, "interval_params", {}))
+        for k, v in switch.items():
+            if k in params and not params[k]:
+                raise ValueError(f"inference: {k}={params[k]!r} leaves no budget for the interval of {name!r}; "
+                                 f"use {k} > 0 (default {v!r}) or inference=False")
+        params = {**switch, **params}
     algo = cls(**params)
     if declared:
         df = df.copy()
@@ -832,6 +850,8 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
     se: Any = None
     bias: Any = None
     df = None
+    if released and inference and out.std_error is None:
+        raise RuntimeError(f"method {name!r} returned no standard error with inference=True (a bug in the method)")
     if released and inference and out.std_error is not None:
         se_a = np.asarray(out.std_error, dtype=float).reshape(-1)
         bias_a = None if out.bias_bound is None else np.asarray(out.bias_bound, dtype=float).reshape(-1)
@@ -861,7 +881,7 @@ def private_coef(data: Any, formula: str, coef: str, epsilon: float, delta: floa
                  method: str | None = None, seed: int | None = None,
                  bounds: Mapping[str, tuple[float, float]] | None = None, *,
                  levels: Mapping[str, Sequence[Any]] | None = None, secure: bool = False,
-                 inference: bool = False, **params: Any) -> PrivateResult:
+                 inference: bool | None = None, **params: Any) -> PrivateResult:
     """A differentially private OLS coefficient.
 
     Parameters
@@ -902,13 +922,15 @@ def private_coef(data: Any, formula: str, coef: str, epsilon: float, delta: floa
     secure : bool, default False
         Draw the Gaussian and Laplace noise with OpenDP's samplers instead of
         numpy's floating-point ones (see the privacy page of the docs).
-    inference : bool, default False
+    inference : bool or None, default None
         Release a private standard error and confidence interval with the
         estimate, within the same budget (``res.std_error``,
-        ``res.conf_int()``). With ``method=None`` the method is
-        ``INFERENCE_METHODS[task]`` (``ssp_bootstrap`` for coefficients,
-        ``kv_interval`` for means; ``docs/inference.md`` gives their
-        budget splits); a method without intervals is an error.
+        ``res.conf_int()``). ``None`` (the default): whenever the method
+        gives intervals, which every default method does
+        (``INFERENCE_METHODS``; ``docs/inference.md`` gives each method's
+        budget split between estimate and uncertainty). ``True``: a method
+        without intervals is an error naming ``inference``. ``False``: a
+        point release that spends the whole budget on the estimate.
     **params
         Hyperparameters of the method.
 
@@ -945,7 +967,7 @@ def private_coef(data: Any, formula: str, coef: str, epsilon: float, delta: floa
 def private_ols(data: Any, formula: str, epsilon: float, delta: float = 1e-6, method: str | None = None,
                 seed: int | None = None, bounds: Mapping[str, tuple[float, float]] | None = None, *,
                 levels: Mapping[str, Sequence[Any]] | None = None, secure: bool = False,
-                inference: bool = False, **params: Any) -> PrivateResult:
+                inference: bool | None = None, **params: Any) -> PrivateResult:
     """Differentially private OLS coefficients (the whole vector).
 
     Parameters
@@ -955,8 +977,7 @@ def private_ols(data: Any, formula: str, epsilon: float, delta: float = 1e-6, me
         ``"outcome ~ regressors"`` in patsy syntax.
     epsilon, delta, method, seed, bounds, levels, secure, inference, **params
         As in :func:`private_coef` (``epsilon`` is required);
-        ``method`` defaults to ``DEFAULT_METHODS["linreg"]``
-        (``INFERENCE_METHODS["linreg"]`` with ``inference=True``).
+        ``method`` defaults to ``DEFAULT_METHODS["linreg"]``.
 
     Returns
     -------
@@ -976,7 +997,7 @@ def private_mean(data: Any, columns: Sequence[str] | str, epsilon: float, delta:
                  method: str | None = None, seed: int | None = None,
                  bounds: Mapping[str, tuple[float, float]] | None = None, *,
                  levels: Mapping[str, Sequence[Any]] | None = None, secure: bool = False,
-                 inference: bool = False, **params: Any) -> PrivateResult:
+                 inference: bool | None = None, **params: Any) -> PrivateResult:
     """Differentially private means of numeric columns.
 
     Parameters
@@ -988,8 +1009,7 @@ def private_mean(data: Any, columns: Sequence[str] | str, epsilon: float, delta:
         ``"column[level]"`` per declared level.
     epsilon, delta, method, seed, bounds, levels, secure, inference, **params
         As in :func:`private_coef` (``epsilon`` is required);
-        ``method`` defaults to ``DEFAULT_METHODS["mean"]``
-        (``INFERENCE_METHODS["mean"]`` with ``inference=True``).
+        ``method`` defaults to ``DEFAULT_METHODS["mean"]``.
 
     Returns
     -------

@@ -100,7 +100,7 @@ def test_api_equals_the_registered_algorithm_on_the_corpus_instance(mroz: pd.Dat
     assert inst.spec.formula == FORMULA and dict(inst.spec.bounds) == {"educ": (0.0, 20.0)}
     name = DEFAULT_METHODS["sce"]
     direct = get("sce", name)().run(inst.task_data(), inst.facts, 1.0, 1e-6, np.random.default_rng(11))
-    via_api = private_coef(mroz, FORMULA, coef="educ", bounds=BOUNDS, seed=11, epsilon=1.0)
+    via_api = private_coef(mroz, FORMULA, coef="educ", bounds=BOUNDS, seed=11, epsilon=1.0, inference=False)
     assert via_api.estimate == float(direct.estimate[0])
     assert via_api.n == inst.n and via_api.d == inst.d
 
@@ -349,7 +349,7 @@ def test_result_is_frozen(mroz: pd.DataFrame) -> None:
 
 
 def test_tidy_has_only_private_and_public_numbers(mroz: pd.DataFrame) -> None:
-    res = private_coef(mroz, FORMULA, coef="educ", epsilon=2.0, delta=1e-7, bounds=BOUNDS, seed=1)
+    res = private_coef(mroz, FORMULA, coef="educ", epsilon=2.0, delta=1e-7, bounds=BOUNDS, seed=1, inference=False)
     tidy = res.tidy()
     assert list(tidy.columns) == ["term", "estimate", "std.error", "conf.low", "conf.high", "epsilon", "delta",
                                   "method", "interpretation"]

@@ -1,4 +1,4 @@
-"""Private standard errors and intervals from the API (``inference=True``), on real data.
+"""Private standard errors and intervals from the API (the default, ``inference=None``), on real data.
 
 wage1's rows are the population: the truth is their OLS coefficient of educ
 in ``lwage ~ educ + exper + tenure`` (0.092) and their mean wage; each draw
@@ -36,49 +36,110 @@ def _quiet(fn, *args, **kw):
         return fn(*args, **kw)
 
 
-def test_wage1_coef_interval_covers_population_ols(wage1: pd.DataFrame) -> None:
+def _instance(df: pd.DataFrame, task: str, **kw):
+    from pathlib import Path
+
+    from dpstats.data.corpus import InstanceSpec
+    from dpstats.data.instance import build_instance
+
+    spec = InstanceSpec(id="data", study="data", task=task, dataset="data", manifest=Path("<data>"), bounds={}, **kw)
+    return build_instance(spec, df)
+
+
+def test_wage1_default_coef_interval_over_1000_seeds(wage1: pd.DataFrame) -> None:
+    """The issue's example: 1,000 resamples of wage1 at epsilon 1, the API's default sce interval.
+
+    The fast path runs the registered default method with the API's interval
+    hyperparameters on the prebuilt design (the API builds the same design and
+    facts: checked on one draw). Coverage must reach 0.95 up to two binomial
+    standard errors; every interval that misses must be a finite one, and the
+    API must call the infinite ones uninformative.
+    """
+    from dpstats.api import DEFAULT_METHODS
+    from dpstats.data.facts import TaskData
+
     truth = float(smf.ols(FORMULA, wage1).fit().params["educ"])
-    assert truth == pytest.approx(0.0924, abs=1e-3)
-    draws, hits, widths = 150, 0, []
+    inst = _instance(wage1, "sce", formula=FORMULA, coefficient="educ")
+    X, y = inst.task_data().X, inst.task_data().y
+    cls = get("sce", DEFAULT_METHODS["sce"])
+    algo = cls(**cls.interval_params)
+    draws, hits, infinite, finite_w = 1000, 0, 0, []
     for i in range(draws):
-        rng = np.random.default_rng(500 + i)
-        d = wage1.iloc[rng.integers(0, len(wage1), len(wage1))].reset_index(drop=True)
-        r = _quiet(private_coef, d, FORMULA, coef="educ", epsilon=1.0, seed=i, inference=True, n_boot=200)
+        idx = np.random.default_rng(10_000 + i).integers(0, len(y), len(y))
+        out = _quiet(algo.run, TaskData(X=X[idx], y=y[idx]), inst.facts, 1.0, 1e-6, np.random.default_rng(i))
+        lo, hi = out.conf_int(0.95)
+        hits += bool(lo[0] <= truth <= hi[0])
+        if np.isfinite(hi[0] - lo[0]):
+            finite_w.append(hi[0] - lo[0])
+        else:
+            infinite += 1
+    assert hits / draws >= 0.95 - 2 * math.sqrt(0.95 * 0.05 / draws)
+    # at n = 526 without public bounds most releases cannot be localised: they must say so (docs/inference.md)
+    assert infinite > 0 and all(w > 0 for w in finite_w)
+    # the API gives the same release as the fast path, and flags an infinite interval
+    r = _quiet(private_coef, wage1, FORMULA, coef="educ", epsilon=1.0, seed=0)
+    direct = _quiet(algo.run, inst.task_data(), inst.facts, 1.0, 1e-6, np.random.default_rng(0))
+    from dpstats.privacy.randomness import release_generator
+
+    direct = _quiet(algo.run, inst.task_data(), inst.facts, 1.0, 1e-6, _quiet(release_generator, 0))
+    assert r.estimate == float(direct.estimate[0]) and r.std_error == float(direct.std_error[0])
+    if not math.isfinite(r.std_error):
+        assert r.uninformative() == ("educ",) and "Uninformative" in r.summary()
+
+
+def test_wage1_coef_interval_with_public_bounds(wage1: pd.DataFrame) -> None:
+    """With public ranges the standardisation works more often: coverage, and some informative intervals."""
+    truth = float(smf.ols(FORMULA, wage1).fit().params["educ"])
+    bounds = {"educ": (0, 20), "exper": (0, 60), "tenure": (0, 50), "lwage": (-1, 4)}
+    draws, hits = 60, 0
+    for i in range(draws):
+        d = wage1.iloc[np.random.default_rng(700 + i).integers(0, len(wage1), len(wage1))].reset_index(drop=True)
+        r = _quiet(private_coef, d, FORMULA, coef="educ", epsilon=3.0, seed=i, bounds=bounds)
         lo, hi = r.conf_int().loc["educ"]
         hits += lo <= truth <= hi
-        widths.append(hi - lo)
-    assert hits / draws >= 0.90
-    # the interval is wider than the non-private one (about 0.029 wide): it carries the privacy noise
-    assert np.median(widths) > 2 * 0.029
+    assert hits / draws >= 0.88
 
 
 def test_wage1_mean_interval_covers_population_mean(wage1: pd.DataFrame) -> None:
     truth = float(wage1["wage"].mean())
-    draws, hits = 200, 0
+    draws, hits, widths = 200, 0, []
     for i in range(draws):
         rng = np.random.default_rng(900 + i)
         d = wage1.iloc[rng.integers(0, len(wage1), len(wage1))].reset_index(drop=True)
-        r = _quiet(private_mean, d, ["wage"], epsilon=1.0, seed=i, inference=True)
+        r = _quiet(private_mean, d, ["wage"], epsilon=1.0, seed=i)
+        assert r.method == "adaptive_whiten"
         lo, hi = r.conf_int().loc["wage"]
         hits += lo <= truth <= hi
-    assert hits / draws >= 0.90
+        widths.append(hi - lo)
+    assert hits / draws >= 0.92
+    # informative: a few times the non-private width (about 0.63), not infinite
+    assert np.median(widths) < 6 * 0.63
 
 
 def test_ols_interval_covers_every_coefficient_often(wage1: pd.DataFrame) -> None:
     truth = smf.ols(FORMULA, wage1).fit().params.to_numpy()
-    draws, hits = 40, np.zeros(4)
-    for i in range(draws):
-        rng = np.random.default_rng(1300 + i)
-        d = wage1.iloc[rng.integers(0, len(wage1), len(wage1))].reset_index(drop=True)
-        r = _quiet(private_ols, d, FORMULA, epsilon=1.0, seed=i, inference=True, n_boot=200)
-        ci = r.conf_int()
-        hits += (ci["conf.low"].to_numpy() <= truth) & (truth <= ci["conf.high"].to_numpy())
-    assert np.all(hits / draws >= 0.85)
+    # dpnewton's skewed tenure column loses its tail to the box: 0.83-0.93 coverage (docs/inference.md, limits)
+    for method, eps, kw, floor in (("ssp_bootstrap", 1.0, {"n_boot": 200}, 0.85), ("dpnewton", 30.0, {}, 0.8)):
+        draws, hits = 30, np.zeros(4)
+        for i in range(draws):
+            rng = np.random.default_rng(1300 + i)
+            d = wage1.iloc[rng.integers(0, len(wage1), len(wage1))].reset_index(drop=True)
+            r = _quiet(private_ols, d, FORMULA, epsilon=eps, seed=i, method=method, **kw)
+            ci = r.conf_int()
+            hits += (ci["conf.low"].to_numpy() <= truth) & (truth <= ci["conf.high"].to_numpy())
+        assert np.all(hits / draws >= floor), (method, hits / draws)
+
+
+def test_dpnewton_interval_is_infinite_when_the_preconditioner_is_noise(wage1: pd.DataFrame) -> None:
+    """At epsilon 1 and n = 526 the noisy Gram cannot make the Newton steps contract: no finite interval."""
+    r = _quiet(private_ols, wage1, FORMULA, epsilon=1.0, seed=4)
+    assert r.method == "dpnewton" and not np.any(np.isfinite(r.std_error))
+    assert set(r.uninformative()) == set(r.terms)
 
 
 def test_result_carries_std_error_and_broom_columns(wage1: pd.DataFrame) -> None:
-    r = _quiet(private_coef, wage1, FORMULA, coef="educ", epsilon=1.0, seed=3, inference=True)
-    assert r.method == INFERENCE_METHODS["sce"] and r.has_interval
+    r = _quiet(private_coef, wage1, FORMULA, coef="educ", epsilon=1.0, seed=3, method="ssp_bootstrap")
+    assert r.has_interval
     assert isinstance(r.std_error, float) and r.std_error > 0
     t = r.tidy(level=0.9)
     assert {"std.error", "conf.low", "conf.high"} <= set(t.columns)
@@ -90,8 +151,11 @@ def test_result_carries_std_error_and_broom_columns(wage1: pd.DataFrame) -> None
     assert "heteroskedasticity-robust or clustered" in r.interpretation()
     # the budget is the one asked for, all of it in the ledger
     assert r.epsilon == 1.0 and any("y'y" in str(e[0]) for e in r.ledger)
-    m = _quiet(private_mean, wage1, ["wage", "educ"], epsilon=1.0, seed=3, inference=True)
-    assert m.method == "kv_interval" and m.std_error.shape == (2,) and not m.std_error.flags.writeable
+    m = _quiet(private_mean, wage1, ["wage", "educ"], epsilon=1.0, seed=3)
+    assert m.method == "adaptive_whiten" and m.std_error.shape == (2,) and not m.std_error.flags.writeable
+    d = _quiet(private_coef, wage1, FORMULA, coef="educ", epsilon=1.0, seed=3)
+    assert d.method == INFERENCE_METHODS["sce"] == "fwl_score" and d.has_interval
+    assert "heteroskedasticity-robust" in d.summary()
 
 
 def test_bad_inference_inputs_name_the_argument(wage1: pd.DataFrame) -> None:
@@ -99,11 +163,18 @@ def test_bad_inference_inputs_name_the_argument(wage1: pd.DataFrame) -> None:
     for bad in (0, 1, 1.5, -0.1, True, "0.95", float("nan")):
         with pytest.raises(ValueError, match="level"):
             r.conf_int(bad)
-    with pytest.raises(ValueError, match="inference: method 'adaptive_whiten' gives no"):
-        _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=1, method="adaptive_whiten", inference=True)
+    with pytest.raises(ValueError, match="inference: method 'adaptive_clip' gives no"):
+        _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=1, method="adaptive_clip", inference=True)
+    with pytest.raises(ValueError, match="inference: se_share=0"):
+        _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=1, se_share=0.0)
     with pytest.raises(TypeError, match="inference"):
         _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=1, inference="yes")
-    plain = _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=1)
+    # a method without intervals under the default inference=None: a point release, no error
+    assert not _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=1, method="adaptive_clip").has_interval
+    plain = _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=1, inference=False)
+    # inference=False spends the whole budget on the estimate: the registered point release
+    assert [e[0] for e in plain.ledger][-1] == "clipped mean (box)"
+    assert not any("second moment" in e[0] or "excess" in e[0] for e in plain.ledger)
     assert plain.std_error is None and not plain.has_interval
     with pytest.raises(ValueError, match="inference=True"):
         plain.conf_int()
@@ -117,27 +188,32 @@ def test_interval_widens_when_the_budget_is_tiny(wage1: pd.DataFrame) -> None:
     widths, hits = [], 0
     truth = float(smf.ols(FORMULA, wage1).fit().params["educ"])
     for i in range(20):
-        r = _quiet(private_coef, wage1, FORMULA, coef="educ", epsilon=0.05, seed=i, inference=True, n_boot=200)
+        r = _quiet(private_coef, wage1, FORMULA, coef="educ", epsilon=0.05, seed=i, method="ssp_bootstrap",
+                   n_boot=200)
         lo, hi = r.conf_int().loc["educ"]
         widths.append(hi - lo)
         hits += lo <= truth <= hi
     assert np.median(widths) > 20 * 0.029
     assert hits >= 18
-    m = _quiet(private_mean, wage1, ["wage"], epsilon=0.05, seed=0, inference=True)
-    m1 = _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=0, inference=True)
+    m = _quiet(private_mean, wage1, ["wage"], epsilon=0.05, seed=0)
+    m1 = _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=0)
     assert m.std_error[0] > 3 * m1.std_error[0]
+    for i in range(5):  # the default sce method: infinite (it cannot localise), never narrow around noise
+        f = _quiet(private_coef, wage1, FORMULA, coef="educ", epsilon=0.05, seed=i)
+        lo, hi = f.conf_int().loc["educ"]
+        assert hi - lo > 20 * 0.029
 
 
 def test_uninformative_interval_is_flagged() -> None:
     """A mean with public bounds whose interval is wider than the bounds is reported as uninformative."""
     rng = np.random.default_rng(7)
     d = pd.DataFrame({"x": rng.uniform(0, 1, 40)})
-    r = _quiet(private_mean, d, ["x"], epsilon=0.02, seed=2, bounds={"x": (0.0, 1.0)}, inference=True)
+    r = _quiet(private_mean, d, ["x"], epsilon=0.02, seed=2, bounds={"x": (0.0, 1.0)})
     lo, hi = r.conf_int().loc["x"]
     assert hi - lo > 1.0
     assert r.uninformative() == ("x",)
     assert "uninformative" in r.summary().lower() and "uninformative" in r.interpretation()
-    ok = _quiet(private_mean, d, ["x"], epsilon=5.0, seed=2, bounds={"x": (0.0, 1.0)}, inference=True)
+    ok = _quiet(private_mean, d, ["x"], epsilon=5.0, seed=2, bounds={"x": (0.0, 1.0)})
     assert ok.uninformative() == ()
 
 
@@ -145,12 +221,16 @@ def test_interval_methods_are_standard_and_registered() -> None:
     for task, name in INFERENCE_METHODS.items():
         cls = get(task, name)
         assert cls.interpretation == "standard" and getattr(cls, "intervals", False)
-    assert {a.name for a in list_algorithms("mean") if getattr(a, "intervals", False)} == {"kv_interval"}
+    assert {a.name for a in list_algorithms("mean") if getattr(a, "intervals", False)} == {"kv_interval",
+                                                                                          "adaptive_whiten"}
+    from dpstats.api import DEFAULT_METHODS
+
+    assert INFERENCE_METHODS == DEFAULT_METHODS
 
 
 def test_std_error_is_a_function_of_releases_only(wage1: pd.DataFrame) -> None:
     """kv_interval's SE is recomputed from the released sd, noise scale and n: nothing else enters."""
-    r = _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=11, inference=True)
+    r = _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=11, method="kv_interval")
     from dpstats.data.facts import TaskData  # noqa: F401  (the algorithm's details hold sd and sigma_mean)
 
     algo = get("mean", "kv_interval")()
