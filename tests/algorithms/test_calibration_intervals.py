@@ -1,0 +1,130 @@
+"""The interval parts of the three API defaults: noise scales and charges pinned by running each algorithm.
+
+Each test runs the registered algorithm with the API's ``interval_params`` on
+a public corpus instance with a :class:`~tests.noise_spy.RecordingGenerator`
+and recomputes, independently, what the algorithm's docs page says the
+interval part releases (docs/algorithms/sce/fwl_score.md,
+docs/algorithms/linreg/dpnewton.md, docs/algorithms/mean/adaptive_whiten.md):
+
+* ``fwl_score``: ``Q = sum clip(u)^2 clip(v)^2`` with sensitivity
+  ``C_u^2 C_v^2`` and ``se_share`` of the stage-2 budget (the rest split as
+  before: ``t_share`` of it for ``T``);
+* ``dpnewton``: the meat ``sum g g'`` (upper triangle) with sensitivity
+  ``sqrt(2) C^2`` and ``se_share`` of rho, the Newton steps equal shares of
+  what is left;
+* ``adaptive_whiten``: the clipping excess (sensitivity ``2 sqrt(d_l)/n``)
+  and, on the box paths without a released covariance, the clipped second
+  moment (sensitivity ``sqrt(d_l)/n``), in the documented shares of the
+  budget left before the final step.
+
+Halving a sensitivity, changing a share or dropping a charge fails one of
+the comparisons (rtol 1e-9). The simulation draws of ``fwl_score``'s
+nuisance allowance are ``standard_normal`` (post-processing, no charge).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from dpstats.algorithms import get
+from dpstats.data.corpus import Corpus
+from dpstats.privacy.accounting import zcdp_rho
+from tests.noise_spy import RecordingGenerator
+
+DELTA = 1e-6
+RTOL = 1e-9
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return Corpus.public()
+
+
+def _run(corpus, task, name, iid, eps, seed):
+    inst = corpus.instance(iid)
+    cls = get(task, name)
+    algo = cls(**cls.interval_params)
+    rng = RecordingGenerator(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = algo.run(inst.task_data(), inst.facts, eps, DELTA, rng)
+    assert out.released and out.std_error is not None
+    costs = {e[0]: e[1] for e in out.ledger}
+    assert len(costs) == len(out.ledger), "one ledger entry per mechanism"
+    assert sum(costs.values()) == pytest.approx(zcdp_rho(eps, DELTA), rel=RTOL)
+    return inst, algo, out, rng, costs
+
+
+@pytest.mark.parametrize("iid,eps,seed", [("mroz87_lwage", 1.0, 0), ("mroz87_lwage", 5.0, 1), ("nsw_exp", 2.0, 2),
+                                          ("bm04_call", 1.0, 3)])
+def test_fwl_score_sandwich_release(corpus, iid, eps, seed):
+    inst, algo, out, rng, costs = _run(corpus, "sce", "fwl_score", iid, eps, seed)
+    S, T, Q = (costs[k] for k in ("Gaussian sum of clip(u) clip(v)", "Gaussian sum of clip(u)^2",
+                                  "Gaussian sum of clip(u)^2 clip(v)^2"))
+    rho_2 = S + T + Q
+    assert Q == pytest.approx(0.1 * rho_2, rel=RTOL)
+    assert T == pytest.approx(0.15 * (rho_2 - Q), rel=RTOL)
+    d_S, d_T, d_Q = rng.of("normal")[-3:]
+    C_u, C_v = out.details["C_u"], out.details["C_v"]
+    assert d_S.scale == pytest.approx(2.0 * C_u * C_v / math.sqrt(2.0 * S), rel=RTOL)
+    assert d_T.scale == pytest.approx(C_u**2 / math.sqrt(2.0 * T), rel=RTOL)
+    assert d_Q.scale == pytest.approx((C_u * C_v) ** 2 / math.sqrt(2.0 * Q), rel=RTOL)
+    assert out.details["sigma_Q"] == pytest.approx(d_Q.scale, rel=RTOL)
+    # the simulation of the nuisance error draws standard normals only after every charged draw
+    assert rng.draws[-1].method == "standard_normal"
+    assert out.std_error[0] > 0 and out.bias_bound[0] >= 0
+
+
+def test_fwl_score_point_release_unchanged_without_se_share(corpus):
+    """se_share = 0 (the registered default, inference=False) is the point release: no Q, no std_error."""
+    inst = corpus.instance("mroz87_lwage")
+    a = get("sce", "fwl_score")().run(inst.task_data(), inst.facts, 1.0, DELTA, np.random.default_rng(5))
+    assert a.std_error is None and not any("clip(v)^2" in e[0] for e in a.ledger)
+
+
+@pytest.mark.parametrize("iid,eps,seed", [("ab91_empluk_linreg", 1.0, 2), ("bh90_sleep_linreg", 10.0, 3),
+                                          ("abadie03_401k_linreg", 3.0, 4)])
+def test_dpnewton_meat_release(corpus, iid, eps, seed):
+    inst, algo, out, rng, costs = _run(corpus, "linreg", "dpnewton", iid, eps, seed)
+    rho = zcdp_rho(eps, DELTA)
+    d = inst.facts.d
+    assert costs["meat of the Newton step"] == pytest.approx(0.1 * rho, rel=RTOL)
+    steps = [costs[f"Newton step {t + 1}"] for t in range(3)]
+    assert steps == pytest.approx([steps[0]] * 3, rel=RTOL)
+    *_, d_step, d_meat = rng.of("normal")
+    C = out.details["clip"]
+    assert d_step.scale == pytest.approx(2.0 * C / math.sqrt(2.0 * steps[-1]), rel=RTOL)
+    assert d_meat.count == d * (d + 1) // 2
+    assert d_meat.scale == pytest.approx(math.sqrt(2.0) * C * C / math.sqrt(2.0 * 0.1 * rho), rel=RTOL)
+    assert out.std_error.shape == (d,)
+
+
+@pytest.mark.parametrize("iid,eps,seed,path", [("mean_mroz87_lwage", 0.3, 0, "low signal"),
+                                               ("mean_grogger91", 3.0, 0, "box chosen"),
+                                               ("mean_abadie03_401k", 3.0, 1, "ball"),
+                                               ("mean_bn92_wage2", 10.0, 2, "ball")])
+def test_adaptive_whiten_interval_releases(corpus, iid, eps, seed, path):
+    inst, algo, out, rng, costs = _run(corpus, "mean", "adaptive_whiten", iid, eps, seed)
+    assert out.details.get("path", out.details["final"]) == path
+    n = inst.facts.n
+    dl = int(np.sum(np.asarray(out.details["half"]) > 0))
+    share = 0.3
+    final = "clipped mean (whitened ball)" if path == "ball" else "clipped mean (box)"
+    ex = costs["clipping excess (stretched box)"]
+    second = costs.get("clipped second moment (box)", 0.0)
+    before = ex + second + costs[final]  # the budget left before the interval part
+    if path == "low signal":  # no covariance released: 2/3 of the share for the excess, 1/3 for second moments
+        assert ex == pytest.approx(share * 2 / 3 * before, rel=RTOL)
+        assert second == pytest.approx(share / 3 * before, rel=RTOL)
+    else:  # the released covariance gives the variances: the whole share for the excess
+        assert second == 0.0 and ex == pytest.approx(share * before, rel=RTOL)
+    normals = rng.of("normal")
+    d_ex = normals[-3] if second else normals[-2]
+    assert d_ex.scale == pytest.approx(2.0 * math.sqrt(dl) / n / math.sqrt(2.0 * ex), rel=RTOL)
+    if second:
+        assert normals[-2].scale == pytest.approx(math.sqrt(dl) / n / math.sqrt(2.0 * second), rel=RTOL)
+    assert out.std_error.shape == (inst.facts.d,)
