@@ -63,6 +63,7 @@ SYNTHESIZERS: dict[str, str] = {
     "privbayes": "dpstats.synth.mechanisms.privbayes:PrivBayes",
     "ron_gauss": "dpstats.synth.mechanisms.ron_gauss:RONGauss",
     "fem": "dpstats.synth.mechanisms.fem:FEM",
+    "rap": "dpstats.synth.mechanisms.rap:RAP",
 }
 
 
