@@ -24,7 +24,7 @@ dp_levels_arg <- function(levels) {
 }
 
 dp_private <- function(task, data, formula = NULL, coef = NULL, columns = NULL, epsilon, delta, method, seed,
-                       secure = FALSE, bounds, levels = NULL, params, call, inference = FALSE) {
+                       secure = FALSE, bounds, levels = NULL, params, call, inference = NULL) {
   if (missing(epsilon) || is.null(epsilon)) {
     stop(dp_condition("epsilon is required: the privacy budget, a positive number such as 1 (there is no default)",
                       c("dpstats_ValueError", "dpstats_error", "error"), call = call))
@@ -119,13 +119,14 @@ dp_result <- function(v) {
 #' @param secure \code{TRUE} draws the Gaussian and Laplace noise with
 #'   OpenDP's samplers instead of floating-point ones (see the privacy page
 #'   of the dpstats docs).
-#' @param inference \code{TRUE} also releases a private standard error and
-#'   confidence interval (\code{confint}, and \code{std.error},
-#'   \code{conf.low}, \code{conf.high} in \code{dp_tidy}) within the same
+#' @param inference \code{NULL} (the default) releases a private standard
+#'   error and confidence interval (\code{confint}, and \code{std.error},
+#'   \code{conf.low}, \code{conf.high} in \code{dp_tidy}) whenever the
+#'   method gives one, which every default method does, within the same
 #'   budget, for the population parameter (sampling error and privacy
-#'   noise). With \code{method = NULL} the method is \code{ssp_bootstrap}
-#'   for coefficients (classical sampling error) and \code{kv_interval} for
-#'   means; see the inference page of the dpstats docs for the budget splits.
+#'   noise); \code{TRUE} makes a method without intervals an error;
+#'   \code{FALSE} spends the whole budget on the point estimate. See the
+#'   inference page of the dpstats docs for each method's budget split.
 #' @param ... Hyperparameters of the method.
 #' @return An object of class \code{dp_result}, with \code{print},
 #'   \code{summary}, \code{coef}, \code{as.data.frame} and
@@ -152,14 +153,14 @@ dp_result <- function(v) {
 #' @seealso \code{\link{dp_ols}}, \code{\link{dp_mean}}
 #' @export
 dp_coef <- function(formula, data, coef, epsilon, delta = 1e-6, method = NULL, seed = NULL, bounds = NULL,
-                    levels = NULL, secure = FALSE, inference = FALSE, ...) {
+                    levels = NULL, secure = FALSE, inference = NULL, ...) {
   if (missing(coef) || !is.character(coef) || length(coef) != 1L) {
     stop(dp_condition("coef must be the name of one design column, e.g. \"educ\"",
                       c("dpstats_ValueError", "dpstats_error", "error"), call = sys.call()))
   }
   dp_private("sce", data, formula = formula, coef = coef, epsilon = epsilon, delta = delta, method = method,
              seed = seed, secure = secure, bounds = bounds, levels = levels, params = list(...), call = sys.call(),
-             inference = dp_logical_arg(inference, "inference"))
+             inference = dp_inference_arg(inference))
 }
 
 #' Differentially private OLS coefficients
@@ -177,10 +178,10 @@ dp_coef <- function(formula, data, coef, epsilon, delta = 1e-6, method = NULL, s
 #' }
 #' @export
 dp_ols <- function(formula, data, epsilon, delta = 1e-6, method = NULL, seed = NULL, bounds = NULL,
-                   levels = NULL, secure = FALSE, inference = FALSE, ...) {
+                   levels = NULL, secure = FALSE, inference = NULL, ...) {
   dp_private("linreg", data, formula = formula, epsilon = epsilon, delta = delta, method = method,
              seed = seed, secure = secure, bounds = bounds, levels = levels, params = list(...), call = sys.call(),
-             inference = dp_logical_arg(inference, "inference"))
+             inference = dp_inference_arg(inference))
 }
 
 #' Differentially private means
@@ -203,14 +204,25 @@ dp_ols <- function(formula, data, epsilon, delta = 1e-6, method = NULL, seed = N
 #' }
 #' @export
 dp_mean <- function(data, columns, epsilon, delta = 1e-6, method = NULL, seed = NULL, bounds = NULL,
-                    levels = NULL, secure = FALSE, inference = FALSE, ...) {
+                    levels = NULL, secure = FALSE, inference = NULL, ...) {
   if (missing(columns) || !is.character(columns) || !length(columns)) {
     stop(dp_condition("columns must name at least one column of data",
                       c("dpstats_ValueError", "dpstats_error", "error"), call = sys.call()))
   }
   dp_private("mean", data, columns = columns, epsilon = epsilon, delta = delta, method = method, seed = seed,
              secure = secure, bounds = bounds, levels = levels, params = list(...), call = sys.call(),
-             inference = dp_logical_arg(inference, "inference"))
+             inference = dp_inference_arg(inference))
+}
+
+dp_inference_arg <- function(x) {
+  if (is.null(x)) {
+    return(NULL)
+  }
+  if (!is.logical(x) || length(x) != 1L || is.na(x)) {
+    stop(dp_condition("inference must be TRUE, FALSE or NULL", c("dpstats_TypeError", "dpstats_error", "error"),
+                      call = sys.call(-1)))
+  }
+  x
 }
 
 dp_logical_arg <- function(x, arg) {

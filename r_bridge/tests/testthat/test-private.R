@@ -207,17 +207,16 @@ test_that("declared levels fix the dummy columns whatever the data hold", {
   expect_identical(names(coef(sh)), c("educ", "kids[none]", "kids[young]", "kids[teen]"))
 })
 
-test_that("inference = TRUE gives a standard error, confint and broom's columns, as in Python", {
+test_that("the default gives a standard error, confint and broom's columns, as in Python", {
   mroz <- mroz_data()
-  res <- seeded(dp_mean(mroz, c("educ", "age"), epsilon = 1, seed = 4, inference = TRUE))
-  expect_identical(res$method, "kv_interval")
+  res <- seeded(dp_mean(mroz, c("educ", "age"), epsilon = 1, seed = 4))
+  expect_identical(res$method, "adaptive_whiten")
   ci <- confint(res)
   expect_identical(dim(ci), c(2L, 2L))
   expect_identical(rownames(ci), c("educ", "age"))
-  expect_true(all(ci[, 1] < coef(res) & coef(res) < ci[, 2]))
+  expect_true(all(ci[, 1] <= coef(res) & coef(res) <= ci[, 2]))
   dp <- reticulate::import("dpstats", convert = TRUE)
-  py <- py_seeded(dp$private_mean(reticulate::r_to_py(mroz), list("educ", "age"), epsilon = 1, seed = 4L,
-                                  inference = TRUE))
+  py <- py_seeded(dp$private_mean(reticulate::r_to_py(mroz), list("educ", "age"), epsilon = 1, seed = 4L))
   pyci <- py$conf_int(level = 0.9)
   expect_equal(unname(confint(res, level = 0.9)[, 1]), as.numeric(unlist(pyci[["conf.low"]]$tolist())),
                tolerance = 1e-12)
@@ -231,13 +230,17 @@ test_that("inference = TRUE gives a standard error, confint and broom's columns,
 
 test_that("confint: a bad level or a release without an interval is an error naming the argument", {
   mroz <- mroz_data()
-  res <- seeded(dp_mean(mroz, "educ", epsilon = 1, seed = 1, inference = TRUE, bounds = list(educ = c(0, 20))))
+  res <- seeded(dp_mean(mroz, "educ", epsilon = 1, seed = 1, bounds = list(educ = c(0, 20))))
   expect_error(confint(res, level = 1), "level must lie in (0, 1)", fixed = TRUE)
   expect_error(confint(res, level = 0), "level", class = "dpstats_error")
-  plain <- seeded(dp_mean(mroz, "educ", epsilon = 1, seed = 1, bounds = list(educ = c(0, 20))))
+  plain <- seeded(dp_mean(mroz, "educ", epsilon = 1, seed = 1, bounds = list(educ = c(0, 20)), inference = FALSE))
   expect_error(confint(plain), "inference = TRUE", fixed = TRUE)
   expect_true(all(is.na(dp_tidy(plain)$std.error)))
-  expect_error(dp_mean(mroz, "educ", epsilon = 1, inference = "yes"), "inference must be TRUE or FALSE")
-  expect_error(seeded(dp_mean(mroz, "educ", epsilon = 1, seed = 1, method = "adaptive_whiten", inference = TRUE)),
-               "inference: method 'adaptive_whiten' gives no", fixed = TRUE)
+  expect_error(dp_mean(mroz, "educ", epsilon = 1, inference = "yes"), "inference must be TRUE, FALSE or NULL")
+  expect_error(seeded(dp_mean(mroz, "educ", epsilon = 1, seed = 1, method = "adaptive_clip", inference = TRUE)),
+               "inference: method 'adaptive_clip' gives no", fixed = TRUE)
+  cf <- seeded(dp_coef(lwage ~ educ + exper, mroz, coef = "educ", epsilon = 1, seed = 2,
+                       bounds = list(educ = c(0, 20))))
+  expect_identical(cf$method, "fwl_score")
+  expect_identical(dim(confint(cf)), c(1L, 2L))
 })
