@@ -67,8 +67,9 @@ class AIM(Synthesizer):
     defaults = {
         "rounds": Param(None, "McKenna et al. (2022), Alg. 2: T = 16 d"),
         "max_model_mb": Param(80.0, "McKenna et al. (2022), Sec. 4: model size limit 80 MB"),
-        "iters": Param(100, "reference code: 1000 warm-started iterations per round; 100 for the protocol's 60 s"),
-        "final_iters": Param(1000, "reference code: 2500 before sampling; 1000 for the protocol's 60 s"),
+        "iters": Param(1000, "reference code (private-pgm mechanisms/aim.py): max_iters = 1000 warm-started "
+                             "mirror-descent iterations per round"),
+        "final_iters": Param(1000, "reference code: the last fit before sampling also runs max_iters = 1000"),
         "label": Param(None, "label column: workload of Tao et al. (2021), 2- and 3-way marginals with the label"),
     }
     accountant = ZCDPAccountant
@@ -95,7 +96,9 @@ class AIM(Synthesizer):
                                                sigma=sigma, rng=rng, note="1-way marginal, L2 sensitivity sqrt(2)"))
             measurements.append(((name,), y, sigma))
         model = _pgm.estimate(dom, measurements, n, self.params["iters"])
+        marg = _pgm.ModelMarginals(model)
         cliques: list[tuple[str, ...]] = [(nm,) for nm in names]
+        free = set(cliques)                       # the downward closure of the model's cliques (reference code)
         selected, anneals = [], 0
         while True:
             rem = accountant.remaining
@@ -104,10 +107,10 @@ class AIM(Synthesizer):
                 sigma, eps = math.sqrt(1.0 / (0.9 * rem)), math.sqrt(0.8 * rem)
             used_after = rho - rem + 1.0 / sigma**2 + eps**2 / 8.0
             limit = float(self.params["max_model_mb"]) * used_after / rho
-            small = [q for q in cands if q in cliques or _pgm.model_size_mb(dom, cliques + [q]) <= limit]
+            small = [q for q in cands if q in free or _pgm.model_size_mb(dom, cliques + [q]) <= limit]
             small = small or [q for q in cands if len(q) == 1]
             wgt = np.array([cands[q] for q in small])
-            errs = np.array([np.abs(answers[q] - _pgm.marginal(model, q)).sum()
+            errs = np.array([np.abs(answers[q] - marg.counts(q)).sum()
                              - math.sqrt(2.0 / math.pi) * sigma * dom.size(q) for q in small])
             idx = accountant.exponential(
                 "aim:select", wgt * errs, sensitivity=2.0 * float(wgt.max()), epsilon=eps, rng=rng,
@@ -117,16 +120,18 @@ class AIM(Synthesizer):
             y = np.asarray(accountant.gaussian("aim:measure", answers[q], sensitivity=math.sqrt(2.0), sigma=sig,
                                                rng=rng, note=f"marginal {','.join(q)}, L2 sensitivity sqrt(2)"))
             measurements.append((q, y, sig))
-            if q not in cliques:
+            if q not in free:
                 cliques.append(q)
+                free.update(sub for r in range(1, len(q) + 1) for sub in itertools.combinations(q, r))
             selected.append(q)
-            before = _pgm.marginal(model, q)
+            before = marg.counts(q)
             model = _pgm.estimate(dom, measurements, n, self.params["final_iters"] if last else self.params["iters"],
                                   warm_start=model)
+            marg = _pgm.ModelMarginals(model)
             if last:
                 break
-            if np.abs(_pgm.marginal(model, q) - before).sum() <= math.sqrt(2.0 / math.pi) * sigma * dom.size(q):
+            if np.abs(marg.counts(q) - before).sum() <= math.sqrt(2.0 / math.pi) * sigma * dom.size(q):
                 sigma, eps, anneals = sigma / 2.0, eps * 2.0, anneals + 1
-        out = _pgm.sample(model, dom, n_rows, rng)
+        out = _pgm.sample(model, dom, n_rows, rng, marginals=marg)
         self.details = {"selected": selected, "rounds_run": len(selected), "anneals": anneals}
         return data.with_codes(out)

@@ -79,8 +79,7 @@ class MST(Synthesizer):
     defaults = {
         "compress": Param(True, "McKenna et al. (2021), Sec. 4.1: merge 1-way cells with noisy count < 3 sigma "
                                 "(reference code mst.py)"),
-        "iters": Param(1000, "reference code uses 5000; 1000 mirror-descent steps for the protocol's 60 s "
-                             "(measured in benchmarks/bench_synth.py)"),
+        "iters": Param(10000, "reference code (private-pgm mechanisms/mst.py): mirror_descent(..., iters=10000)"),
     }
     accountant = ZCDPAccountant
 

@@ -50,8 +50,9 @@ class MWEMPGM(Synthesizer):
         "rounds": Param(None, "reference code: rounds = number of columns"),
         "alpha": Param(0.9, "reference code: share of each round's budget for the measurement"),
         "max_model_mb": Param(25.0, "reference code: maxsize_mb = 25, growing linearly over the rounds"),
-        "iters": Param(250, "reference code uses 1000 (warm-started); 250 for the protocol's 60 s"),
-        "final_iters": Param(1000, "as iters, for the last fit before sampling"),
+        "iters": Param(1000, "reference code (private-pgm mechanisms/mwem+pgm.py): mirror_descent's default "
+                             "1000 iterations per round, warm-started"),
+        "final_iters": Param(1000, "reference code: the last round's fit is the same 1000-iteration call"),
         "label": Param(None, "label column: workload of Tao et al. (2021), 2- and 3-way marginals with the label"),
     }
     accountant = ZCDPAccountant
@@ -72,17 +73,18 @@ class MWEMPGM(Synthesizer):
         answers = {q: data.marginal(list(q)).ravel() for q in workload}
         measurements: list[Any] = []
         cliques: list[tuple[str, ...]] = []
-        model = None
+        model: _pgm.Model | None = None
+        marg: _pgm.ModelMarginals | None = None
         chosen = []
         for t in range(1, rounds + 1):
             limit = float(self.params["max_model_mb"]) * t / rounds
             cands = [q for q in workload if q in cliques or _pgm.model_size_mb(dom, cliques + [q]) <= limit]
             if not cands:
                 cands = list(workload)
-            if model is None:
+            if marg is None:
                 est = {q: np.full(dom.size(q), n / dom.size(q)) for q in cands}   # uniform: no measurement yet
             else:
-                est = {q: _pgm.marginal(model, q) for q in cands}
+                est = {q: marg.counts(q) for q in cands}
             scores = np.array([np.abs(answers[q] - est[q]).sum() - dom.size(q) for q in cands])
             last = t == rounds
             idx = accountant.exponential(
@@ -98,6 +100,8 @@ class MWEMPGM(Synthesizer):
             chosen.append(q)
             iters = self.params["final_iters"] if last else self.params["iters"]
             model = _pgm.estimate(dom, measurements, n, iters, warm_start=model)
-        out = _pgm.sample(model, dom, n_rows, rng)
+            marg = _pgm.ModelMarginals(model)
+        assert model is not None and marg is not None      # rounds >= 1
+        out = _pgm.sample(model, dom, n_rows, rng, marginals=marg)
         self.details = {"selected": chosen, "sigma": sigma, "epsilon_select": eps_t}
         return data.with_codes(out)
