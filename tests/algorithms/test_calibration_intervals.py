@@ -9,9 +9,10 @@ docs/algorithms/linreg/dpnewton.md, docs/algorithms/mean/adaptive_whiten.md):
 * ``fwl_score``: ``Q = sum clip(u)^2 clip(v)^2`` with sensitivity
   ``C_u^2 C_v^2`` and ``se_share`` of the stage-2 budget (the rest split as
   before: ``t_share`` of it for ``T``);
-* ``dpnewton``: the meat ``sum g g'`` (upper triangle) with sensitivity
-  ``sqrt(2) C^2`` and ``se_share`` of rho, the Newton steps equal shares of
-  what is left;
+* ``dpnewton``: the counts of rows at the box edge and of clipped gradients
+  (sensitivity ``sqrt(k)``, ``edge_share`` of the interval's ``se_share`` of
+  rho) and the meat ``sum g g'`` (upper triangle, sensitivity ``sqrt(2) C^2``,
+  the rest of it), the Newton steps equal shares of what is left;
 * ``adaptive_whiten``: the clipping excess (sensitivity ``2 sqrt(d_l)/n``)
   and, on the box paths without a released covariance, the clipped second
   moment (sensitivity ``sqrt(d_l)/n``), in the documented shares of the
@@ -92,14 +93,19 @@ def test_dpnewton_meat_release(corpus, iid, eps, seed):
     inst, algo, out, rng, costs = _run(corpus, "linreg", "dpnewton", iid, eps, seed)
     rho = zcdp_rho(eps, DELTA)
     d = inst.facts.d
-    assert costs["meat of the Newton step"] == pytest.approx(0.1 * rho, rel=RTOL)
+    assert costs["rows at the box edge"] == pytest.approx(0.2 * 0.1 * rho, rel=RTOL)
+    assert costs["meat of the Newton step"] == pytest.approx(0.8 * 0.1 * rho, rel=RTOL)
     steps = [costs[f"Newton step {t + 1}"] for t in range(3)]
     assert steps == pytest.approx([steps[0]] * 3, rel=RTOL)
-    *_, d_step, d_meat = rng.of("normal")
+    *_, d_step, d_edge, d_meat = rng.of("normal")
     C = out.details["clip"]
     assert d_step.scale == pytest.approx(2.0 * C / math.sqrt(2.0 * steps[-1]), rel=RTOL)
+    # one count per privately scaled column, y when unbounded, and the clipped gradients: sensitivity sqrt(k)
+    k = len(out.details["private_columns"]) + 1
+    assert d_edge.count == k
+    assert d_edge.scale == pytest.approx(math.sqrt(k) / math.sqrt(2.0 * 0.02 * rho), rel=RTOL)
     assert d_meat.count == d * (d + 1) // 2
-    assert d_meat.scale == pytest.approx(math.sqrt(2.0) * C * C / math.sqrt(2.0 * 0.1 * rho), rel=RTOL)
+    assert d_meat.scale == pytest.approx(math.sqrt(2.0) * C * C / math.sqrt(2.0 * 0.08 * rho), rel=RTOL)
     assert out.std_error.shape == (d,)
 
 

@@ -96,6 +96,45 @@ def box_width(n: int, d: int, rho_gram: float, c: float = 0.01, lo: float = 3.0,
     return float(min(hi, max(lo, k)))
 
 
+def box_edge_guard(Z: np.ndarray, u: np.ndarray, S, acc: ZCDPAccountant, rho: float, rng: np.random.Generator,
+                   grad: np.ndarray | None = None, C: float = math.inf, limit: float = 0.02,
+                   grad_limit: float = 0.05) -> bool:
+    """Whether a private range clipped too many rows: a released count per privately scaled column and ``y``.
+
+    Counts the rows at the box edge (``|z_j| = 1`` for the columns without
+    public bounds, ``|u| = 1`` when ``y`` has none); each row moves each
+    count by at most 1, so the vector of ``k`` counts has L2 sensitivity
+    ``sqrt(k)`` (one Gaussian mechanism, ``rho``). A box of a few standard
+    deviations leaves well under 1 % of the rows at its edge; a share above
+    ``limit`` (plus three noise standard deviations) means the range missed
+    the data and the interval must be infinite.
+
+    With ``grad`` (the norms ``||w_i|| |r_i|`` at the final estimate) one
+    more count, of the rows whose gradient the clip ``C`` cuts: the clipped
+    Newton steps solve a robust (Huber-like) equation whose solution is not
+    the OLS coefficient when more than ``grad_limit`` of the rows are cut
+    (on a rare binary outcome it is near 0), and the sandwich does not see
+    that bias.
+    """
+    cols = [Z[:, j] for j in np.asarray(S.free, dtype=int)]
+    if S.y_bounds is None:
+        cols.append(u)
+    if rho <= 0 or (not cols and grad is None):
+        return False
+    n = Z.shape[0]
+    counts = [float(np.sum(np.abs(c) >= 1.0 - 1e-12)) for c in cols]
+    limits = [limit] * len(counts)
+    if grad is not None:
+        counts.append(float(np.sum(grad > C)))
+        limits.append(grad_limit)
+    counts = np.array(counts)
+    sens = math.sqrt(len(counts))
+    sig = acc.gaussian_sigma(sens, fraction=rho / acc.rho)
+    noisy = acc.gaussian("rows at the box edge", counts, sensitivity=sens, sigma=sig, rng=rng,
+                         note="one count per privately scaled column (and y, and clipped gradients): L2 sensitivity sqrt(k)")
+    return bool(np.any(noisy / n > np.array(limits) + 3.0 * sig / n))
+
+
 def newton_meat(W: np.ndarray, r: np.ndarray, wn: np.ndarray, C: float, sigma: float, steps: int,
                 acc: ZCDPAccountant, rng: np.random.Generator) -> np.ndarray:
     """Covariance of the whitened Newton update: a released sandwich "meat" plus the steps' noise.
@@ -161,6 +200,7 @@ class DPNewton(Algorithm):
         "clip_max_level": Param(0.9999, "ours: on large samples clip almost nothing"),
         "se_share": Param(0.0, "ours: share of rho for the noisy meat of the Newton step, a sandwich standard error "
                                "(0: point release only; the API's intervals use interval_params)"),
+        "edge_share": Param(0.2, "ours: share of se_share for the counts of rows at the box edge (the guard)"),
         "shrink": Param(True, "ours: positive-part James-Stein towards 0 on the final estimate (post-processing); helps at small epsilon, neutral otherwise"),
     }
     #: the method gives a standard error and an interval with these hyperparameters (the API's default)
@@ -224,7 +264,10 @@ class DPNewton(Algorithm):
                              note="clipped gradient sum, replace-one sensitivity 2C")
             theta = theta + p["eta"] * linalg.solve_triangular(L.T, g, lower=False)
         cov_g = None
+        clipped = False
         if rho_se > 0:
+            clipped = box_edge_guard(Z, u, S, acc, float(p["edge_share"]) * rho_se, rng,
+                                     grad=wn * np.abs(u - Z @ theta), C=C)
             cov_g = newton_meat(W, u - Z @ theta, wn, C, sigma, T, acc, rng)
         unshrunk = theta
         if p["shrink"] and d >= 3:
@@ -255,10 +298,9 @@ class DPNewton(Algorithm):
             bias = bias + left * np.linalg.norm(J @ Li, axis=1)
         else:
             se = np.full(d, np.inf)
-        # a column most of whose rows sit at the box edge (released diagonal of Z'Z) had a failed private
-        # range: every coefficient is then biased by an unknown amount
-        free = np.asarray(S.free, dtype=int)
-        if free.size and np.any(np.diag(H)[free] / n > 0.35 + 3.0 * cal.sigma_xx / n):
+        # a column or outcome with many rows at the box edge (released counts) had a failed private range:
+        # every coefficient is then biased by an unknown amount
+        if clipped:
             se = np.full(d, np.inf)
         return replace(out, std_error=se, df=float(max(n - d, 1)), bias_bound=bias)
 
