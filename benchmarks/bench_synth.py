@@ -40,14 +40,18 @@ sec = time.perf_counter() - t
 ru = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"mechanism": name, "dataset": dataset, "rows": len(df), "columns": len(df.columns),
                   "synth_seconds": sec, "epsilon": res.synthetic.epsilon,
-                  "ledger_entries": len(res.synthetic.ledger), "peak_mb": ru.ru_maxrss / 1024}))
+                  "ledger_entries": len(res.synthetic.ledger), "peak_mb": ru.ru_maxrss / 1024,
+                  **(__import__("dpstats.bench.synth.metrics", fromlist=["evaluate"]).evaluate(df, res.frame, schema)
+                     if sys.argv[4:] == ["metrics"] else {})}))
 """
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="adult")
-    ap.add_argument("--mechanism", nargs="+", default=["mst", "aim", "mwem_pgm", "privbayes"])
+    ap.add_argument("--mechanism", nargs="+", default=["mst", "aim", "mwem_pgm", "privbayes", "fem", "rap", "ron_gauss"])
+    ap.add_argument("--metrics", action="store_true",
+                    help="also the paper's metrics of each synthetic table (computed after the timing)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json")
     args = ap.parse_args(argv)
@@ -57,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.mechanism:
         for seed in range(args.repeat):
             t = time.perf_counter()
-            p = subprocess.run([sys.executable, "-c", CHILD, name, args.dataset, str(seed)],
+            p = subprocess.run([sys.executable, "-c", CHILD, name, args.dataset, str(seed)]
+                               + (["metrics"] if args.metrics else []),
                                capture_output=True, text=True)
             wall = time.perf_counter() - t
             if p.returncode:
@@ -71,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
             rec.update(wall_seconds=wall, cpu_seconds=cpu)
             rows.append(rec)
             print(f"| {name} | {rec['rows']} x {rec['columns']} | {wall:.1f} | {rec['synth_seconds']:.1f} | "
-                  f"{cpu:.1f} | {rec['peak_mb']:.0f} |", flush=True)
+                  f"{cpu:.1f} | {rec['peak_mb']:.0f} |"
+                  + "".join(f" {m} {rec[m]:.3f} |" for m in ("ind", "pair", "coracc", "f1") if m in rec), flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)
