@@ -273,11 +273,13 @@ class Synthesizer(ABC):
     name : str
         Registry name (lower case, e.g. ``"mst"``).
     citation : str
+        The paper the mechanism comes from.
     interpretation : str
         One of :data:`INTERPRETATIONS`.
     family : str
         One of :data:`FAMILIES`.
     summary : str
+        One line for listings.
     defaults : dict of str to Param
         Default hyperparameters with their sources.
     accountant : type

@@ -89,9 +89,10 @@ def run_trials(tasks: Sequence[tuple[pd.DataFrame, Schema, Sequence[SynthTrial]]
 
     Parameters
     ----------
-    tasks : sequence of (DataFrame, Schema, trials)
-        Each data set with its trials; the trials of one mechanism on one data
-        set form one job.
+    tasks : sequence of tuple
+        ``(frame, schema, synth_trials)`` per data set, ``synth_trials`` a
+        sequence of :class:`SynthTrial`; the trials of one mechanism on one
+        data set form one job.
     discretizer : str
     time_limit, memory_mb : float
         Per-trial limits (a trial over them is ``timeout`` / ``memory``).
