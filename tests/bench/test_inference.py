@@ -203,6 +203,35 @@ def test_report_shows_coverage_and_forest_plots(oracle_run, tmp_path):
     assert "inference-sce.html" in (out / "index.html").read_text()
 
 
+def test_point_and_coverage_trials_in_one_file_give_one_report(oracle_run, tmp_path):
+    """Point trials next to the coverage trials (as scripts/main.sh writes them): both parts of the report."""
+    import shutil
+
+    from tests.bench.test_report import CHROMIUM, PROBE, parse, run_chromium
+
+    results = tmp_path / "both.sqlite"
+    shutil.copy(oracle_run[0], results)
+    assert main(["bench", "--task", "sce", "--instance", "mroz87_lwage", "--epsilon", "1", "--trials", "2",
+                 "--results", str(results), "--workers", "1", "--algorithm", P + "OracleExact"]) == 0
+    assert len(read_trials(results)) == 2 and len(read_intervals(results)) == 4 * T
+    out = tmp_path / "site"
+    assert main(["report", "--results", str(results), "--out", str(out)]) == 0
+    assert (out / "leaderboard.csv").is_file() and (out / "coverage.csv").is_file()
+    page = out / "explore" / "instance-mroz87_lwage.html"
+    text = page.read_text()
+    assert "forest-mroz87_lwage.png" in text and "instance-mroz87_lwage.png" in text
+    if CHROMIUM is None:
+        return
+    for p in (out / "inference-sce.html", page):  # every image of the pages loads in a browser
+        probe = p.with_name("_probe.html")
+        probe.write_text(p.read_text().replace("</body>", PROBE + "</body>"))
+        res = run_chromium(tmp_path, "--virtual-time-budget=10000", "--dump-dom", probe.as_uri())
+        assert res.returncode == 0, res.stderr[-2000:]
+        loaded = {a["src"]: a.get("data-loaded") for t, a in parse(res.stdout).tags if t == "img"}
+        assert loaded.pop("img/no-such-image.png") == "no"
+        assert loaded and set(loaded.values()) == {"yes"}, loaded
+
+
 def test_forest_summary_agreement_with_the_study():
     rows = []
     for seed, (lo, hi) in enumerate([(0.1, 0.3), (-0.1, 0.3), (-0.4, -0.1), (-math.inf, math.inf)]):
