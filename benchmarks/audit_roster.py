@@ -57,7 +57,8 @@ def _row(r) -> dict:
             "epsilon_lower": r.epsilon_lower, "confidence": r.confidence, "trials": r.trials, "seconds": r.seconds,
             "violation": r.violation, "reasons": r.reasons, "released": released, "errors": e["count"],
             "declined": e.get("declined", 0), "timeouts": e.get("timeouts", 0), "memory": e.get("memory", 0),
-            "worker_deaths": e.get("worker_deaths", 0), "ledger": r.ledger["summary"], "notes": r.notes}
+            "worker_deaths": e.get("worker_deaths", 0), "outcomes": r.outcomes, "ledger": r.ledger["summary"],
+            "notes": r.notes}
 
 
 def _fmt(v: float, counted: bool) -> str:
