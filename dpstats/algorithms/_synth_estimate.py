@@ -60,7 +60,7 @@ from dpstats.synth import SYNTHESIZERS, get_synthesizer
 from dpstats.synth.pipeline import make_discretizer, synthesize_frame
 from dpstats.synth.schema import Column, Schema
 
-__all__ = ["SynthEstimate", "Variable", "plan_variables", "make_classes", "PREFIX", "LIGHT"]
+__all__ = ["SynthEstimate", "Variable", "plan_variables", "make_classes", "PREFIX", "LIGHT", "SKIPPED"]
 
 #: registry names are ``synth_<synthesizer>``
 PREFIX = "synth_"
@@ -74,6 +74,9 @@ _DUMMY = re.compile(r"^(?P<term>[^:\[\]]+)\[T\.(?P<level>[^\]]*)\]$")
 #: JAX (MST, AIM, MWEM-PGM, RAP: seconds per run, mostly compilation), torch (the GANs), RON-GAUSS
 #: (timed out at 60 s on the 18,790 rows of mm_nhis at epsilon 10), and any new row until measured.
 LIGHT: frozenset[str] = frozenset({"independent", "privbayes"})
+
+#: synthesizer rows whose module could not be imported (no algorithm made), with the reason
+SKIPPED: dict[str, str] = {}
 
 #: the name of the base level of a grouped categorical term
 BASE_LEVEL = "(base)"
@@ -200,6 +203,8 @@ class SynthEstimate(Algorithm):
     """
 
     synthesizer: ClassVar[str] = ""
+    #: the synthesizer's hyperparameters: exposed name -> the synthesizer's name (``<synth>_<name>`` on a clash)
+    synth_params: ClassVar[dict[str, str]] = {}
     #: not listed by default (``list_algorithms(opt_in=True)``), run by name: see :data:`LIGHT`
     opt_in: ClassVar[bool] = False
     common_defaults: ClassVar[dict[str, Param]] = {
@@ -225,7 +230,7 @@ class SynthEstimate(Algorithm):
                                 f"{self.params['max_columns']}", variables=len(synthesized))
         if not synthesized:
             return self.decline("no variable to synthesize (every column is constant)", variables=0)
-        syn_params = {k: v for k, v in self.params.items() if k not in self.common_defaults}
+        syn_params = {orig: self.params[k] for k, orig in self.synth_params.items()}
         synth = get_synthesizer(self.synthesizer)(**syn_params)
         acc = synth.accountant(epsilon, delta)
         Z = np.column_stack([data.X, data.y]) if with_y and data.y is not None else data.X
@@ -286,12 +291,16 @@ def make_classes(task: str) -> list[type[SynthEstimate]]:
     """One :class:`SynthEstimate` class of ``task`` per registered synthesizer (imports their light modules)."""
     out = []
     for name in SYNTHESIZERS:
-        syn = get_synthesizer(name)
+        try:
+            syn = get_synthesizer(name)
+        except ImportError as exc:  # a registry row whose module cannot be imported: left out, said why
+            SKIPPED[name] = f"{type(exc).__name__}: {exc}"
+            continue
         defaults = dict(SynthEstimate.common_defaults)
+        synth_params: dict[str, str] = {}
         for k, p in syn.defaults.items():
-            if k in defaults:
-                raise ValueError(f"synthesizer {name!r}: hyperparameter {k!r} clashes with synthesize-then-estimate's")
-            defaults[k] = p
+            exposed = k if k not in defaults else f"{name}_{k}"
+            defaults[exposed], synth_params[exposed] = p, k
         stat = "least-squares coefficients" if task == "linreg" else "column means"
         cls = type(
             f"Synth{syn.__name__}{task.capitalize()}",
@@ -300,6 +309,7 @@ def make_classes(task: str) -> list[type[SynthEstimate]]:
                 "name": PREFIX + name,
                 "task": task,
                 "synthesizer": name,
+                "synth_params": synth_params,
                 "citation": syn.citation or "Tao, McKenna, Hay, Machanavajjhala, Miklau (2021)",
                 "interpretation": syn.interpretation,
                 "summary": f"{stat} on a DP synthetic copy of the instance's variables by {name} "

@@ -162,3 +162,24 @@ def test_runs_in_the_main_benchmark(tmp_path):
     df = read_trials(res)
     assert set(df["algorithm"]) == {"synth_independent", "synth_privbayes"}
     assert (df["status"] == "ok").all() and set(df["interpretation"]) == {"standard"}
+
+
+class _Clash(get_synthesizer("independent")):
+    """Independent with a hyperparameter named like one of synthesize-then-estimate's."""
+
+    from dpstats.params import Param as _P
+
+    name = "clash"
+    defaults = {"discretizer": _P("x", "test")}
+
+
+def test_new_rows_clashing_or_broken_do_not_break_the_registry(monkeypatch):
+    from dpstats.algorithms import _synth_estimate as se
+
+    monkeypatch.setitem(SYNTHESIZERS, "clash", f"{__name__}:_Clash")
+    monkeypatch.setitem(SYNTHESIZERS, "gone", "dpstats.synth.mechanisms.nope:X")
+    monkeypatch.setattr(se, "SKIPPED", {})
+    (cls,) = [c for c in se.make_classes("mean") if c.synthesizer in ("clash", "gone")]
+    assert cls.name == "synth_clash" and cls.opt_in
+    assert cls.synth_params == {"clash_discretizer": "discretizer"} and cls().params["discretizer"] == "privtree"
+    assert "gone" in se.SKIPPED and "ModuleNotFoundError" in se.SKIPPED["gone"]
