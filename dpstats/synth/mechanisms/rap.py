@@ -111,32 +111,38 @@ def fit_relaxed(x: np.ndarray, qidx: np.ndarray, target: np.ndarray, sizes: tupl
     n_prime, width = x.shape
     m = qidx.shape[0]
     # [S_0 S_1 S_2]: query slot j of query i reads column qidx[i, j]
-    sel = sparse.csr_matrix((np.ones(3 * m), (qidx.T.ravel(), np.arange(3 * m))), shape=(width + 1, 3 * m))
-    xt = np.ones((width + 1, n_prime))
+    sel = sparse.csr_matrix((np.ones(3 * m, dtype=np.float32), (qidx.T.ravel(), np.arange(3 * m))), shape=(width + 1, 3 * m))
+    xt = np.ones((width + 1, n_prime), dtype=np.float32)     # float32: half the memory traffic
     xt[:width] = x.T
     b1, b2, eps = 0.9, 0.999, 1e-8
-    mom, vel = np.zeros((width, n_prime)), np.zeros((width, n_prime))
+    mom, vel = np.zeros((width, n_prime), np.float32), np.zeros((width, n_prime), np.float32)
+    target = np.asarray(target, dtype=np.float32)
     prev = math.inf
     t = 0
     while t < iterations:
         p0, p1, p2 = xt[qidx[:, 0]], xt[qidx[:, 1]], xt[qidx[:, 2]]          # (m, n') each
         p12 = p1 * p2
         err = (p0 * p12).mean(axis=1) - target
-        val = float(np.sqrt(np.sum(err ** 2)))
+        val = float(np.sqrt(np.sum(err.astype(np.float64) ** 2)))
         if val == 0.0:
             break
-        coef = (err / (val * n_prime))[:, None]
+        coef = (err / np.float32(val * n_prime))[:, None]
         g = (sel @ np.concatenate([p12 * coef, p0 * p2 * coef, p0 * p1 * coef]))[:width]
-        mom = b1 * mom + (1 - b1) * g
-        vel = b2 * vel + (1 - b2) * g ** 2
-        step = (lr / (1 - b1 ** (t + 1))) * mom / (np.sqrt(vel / (1 - b2 ** (t + 1))) + eps)
+        mom *= b1
+        mom += (1 - b1) * g
+        vel *= b2
+        vel += (1 - b2) * g * g
+        step = np.sqrt(vel * np.float32(1 / (1 - b2 ** (t + 1))))
+        step += eps
+        np.divide(mom, step, out=step)
+        step *= np.float32(lr / (1 - b1 ** (t + 1)))
         xt[:width] -= step
         _project_rows(xt[:width], sizes)
         t += 1
         if val >= prev - stop:
             break
         prev = val
-    out: np.ndarray = np.ascontiguousarray(xt[:width].T)
+    out: np.ndarray = np.ascontiguousarray(xt[:width].T, dtype=np.float64)
     return out, t
 
 
