@@ -299,6 +299,7 @@ def fwl_score_release(
     gram_full_d: float,
     se_share: float = 0.0,
     min_reliability: float = 0.5,
+    gram_guard: bool = False,
 ) -> tuple[float, dict]:
     """Run both stages, spending the accountant's whole budget.
 
@@ -365,7 +366,8 @@ def fwl_score_release(
     # standardised rows or residuals are orders of magnitude off unit size and the unit
     # conversion is meaningless: release 0 rather than a number of arbitrary magnitude
     scales_ok = P.scales_plausible(C_u, plaus_lo, plaus_hi)
-    if not scales_ok:
+    gram_failed = P.standardisation_visible_failure(n)
+    if not scales_ok or (gram_guard and gram_failed):
         est = 0.0
     extra: dict = {}
     if rho_Q > 0:
@@ -388,7 +390,7 @@ def fwl_score_release(
             reliab = 1.0
         se = se / reliab
         raw_lo, raw_hi = theta_r * unit, theta_r * unit / reliab
-        if not scales_ok or P.standardisation_visible_failure(n):
+        if not scales_ok or gram_failed:
             se = math.inf
         extra = {"std_error": se, "bias_bound": max(abs(raw_lo - est), abs(raw_hi - est)), "sigma_Q": sig_Q,
                  "reliability": reliab}
@@ -497,6 +499,8 @@ class FWLScore(Algorithm):
         "q_row_max": Param(0.9, "the Gram row bound is at most the 0.9 quantile of row norms (our choice)"),
         "se_share": Param(0.0, "share of the stage-2 budget for the sandwich standard error (0: point release "
                                "only; the API's intervals use interval_params)"),
+        "gram_guard": Param(True, "ours: also release 0 when the released Gram shows a failed standardisation "
+                                   "(Partialled.standardisation_visible_failure)"),
         "min_reliability": Param(0.5, "ours: an infinite interval when less than half of sum clip(u)^2 is the "
                                       "partialled regressor rather than nuisance noise (see nuisance_spread)"),
     }
