@@ -264,26 +264,21 @@ def em_epsilon(rho: float, *, bound: EMBound) -> float:
 class Spend(NamedTuple):
     """One entry of an accountant's ledger (a named tuple, so releases carry it as it is).
 
-    Attributes
-    ----------
-    mechanism, cost, unit, note
-        What was charged, its cost in the accountant's unit, and a comment.
-    kind : str
-        ``"gaussian"``, ``"gaussian_joint"``, ``"laplace"``, ``"exponential"``
-        or ``"measurement"`` for an entry written by a charging call
-        (:meth:`Accountant.gaussian`, :meth:`Accountant.gaussian_joint`,
-        :meth:`Accountant.laplace`, :meth:`Accountant.exponential`,
-        :meth:`Accountant.measurement`), which also drew the noise; ``""`` for a
-        direct charge (``spend_*``: budget arithmetic in tests and docs, never
-        an algorithm's noise).
-    sensitivity : float or None
-        The sensitivity charged for (L2 for Gaussian, L1 for Laplace, of the
-        score for the exponential mechanism; for ``"gaussian_joint"`` the L2
-        sensitivity ``sqrt(sens2)`` of the blocks divided by their scales).
-    scale : float, tuple of float, or None
-        The scale actually drawn: the Gaussian ``sigma`` (one per block for
-        ``"gaussian_joint"``), the Laplace ``b``, or the exponential
-        mechanism's ``epsilon``.
+    Its fields, in order: ``mechanism``, ``cost``, ``unit`` and ``note`` say
+    what was charged, its cost in the accountant's unit, and a comment.
+    ``kind`` is ``"gaussian"``, ``"gaussian_joint"``, ``"laplace"``,
+    ``"exponential"`` or ``"measurement"`` for an entry written by a charging
+    call (:meth:`Accountant.gaussian`, :meth:`Accountant.gaussian_joint`,
+    :meth:`Accountant.laplace`, :meth:`Accountant.exponential`,
+    :meth:`Accountant.measurement`), which also drew the noise, and ``""`` for a
+    direct charge (``spend_*``: budget arithmetic in tests and docs, never an
+    algorithm's noise). ``sensitivity`` is the sensitivity charged for (L2 for
+    Gaussian, L1 for Laplace, of the score for the exponential mechanism; for
+    ``"gaussian_joint"`` the L2 sensitivity ``sqrt(sens2)`` of the blocks
+    divided by their scales). ``scale`` is the scale actually drawn: the
+    Gaussian ``sigma`` (one per block for ``"gaussian_joint"``), the Laplace
+    ``b``, or the exponential mechanism's ``epsilon``; a measurement records
+    what its caller states.
     """
 
     mechanism: str
