@@ -57,3 +57,36 @@ def test_summary_optimal_rate_and_average_rank():
     assert s.loc[("F1", "C"), "average_rank"] == 1.0 and s.loc[("F1", "A"), "average_rank"] == 3.0
     assert s.loc[("GT", "C"), "combinations"] == 3
     assert np.isclose(s.loc[("GT", "A"), "average_rank"], (1 + 2 + 3) / 3)
+
+
+class Sleepy(Synthesizer):
+    """Sleeps past any short limit (stands in for a GAN that needs longer than the protocol gives)."""
+
+    name = "sleepy"
+
+    def _synthesize(self, data, accountant, rng, n_rows):
+        import time
+
+        time.sleep(30)
+        return Independent()._synthesize(data, accountant, rng, n_rows)
+
+
+def test_benchmark_trials_run_in_the_worker_pool_a_slow_one_is_a_timeout(bank, monkeypatch):
+    from dpstats.bench.synth.benchmark import run_benchmark
+
+    df, schema = bank
+    df = df.head(500)
+    monkeypatch.setitem(SYNTHESIZERS, "sleepy", f"{__name__}:Sleepy")
+    seen = []
+    res, frames = run_benchmark([("bank", df, schema)], ["sleepy", "independent"], [1.0], 2, time_limit=2.0,
+                                progress=seen.append, keep_frames=True)
+    assert len(seen) == 4
+    status = res.groupby("mechanism")["status"].agg(set).to_dict()
+    assert status == {"sleepy": {"timeout"}, "independent": {"ok"}}
+    slow = res[res["mechanism"] == "sleepy"]
+    assert len(slow) == 2 and (slow["metric"] == "").all() and (slow["seconds"] < 10).all()
+    assert "exceeded 2 s" in slow["message"].iloc[0] or "time" in slow["message"].iloc[0].lower()
+    # rows in plan order whatever the completion order; the figures' frame is the seed-0 one
+    assert list(res["mechanism"].drop_duplicates()) == ["sleepy", "independent"]
+    assert list(res[res["mechanism"] == "independent"]["trial"].drop_duplicates()) == [0, 1]
+    assert set(frames) == {("bank", "independent", 1.0)}
