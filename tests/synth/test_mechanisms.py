@@ -23,7 +23,8 @@ from tests.noise_spy import RecordingGenerator
 
 EPS, DELTA, SEED = 10.0, 1e-6, 7
 COLS = ["age", "job", "marital", "housing", "duration", "y"]
-PARAMS = {"mst": {}, "aim": {"rounds": 12, "label": "y"}, "mwem_pgm": {"label": "y"},
+# fewer mirror-descent iterations than the defaults (10000 / 1000 per round) to keep the module fast
+PARAMS = {"mst": {"iters": 2000}, "aim": {"rounds": 12, "label": "y", "iters": 300}, "mwem_pgm": {"label": "y"},
           "privbayes": {}}
 MECHANISMS = list(PARAMS)
 
@@ -158,3 +159,99 @@ def test_registry_lists_them_without_jax():
             "[m for m in ('jax', 'mbi') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['aim', 'mst', 'mwem_pgm', 'privbayes'] []"
+
+
+# --- Private-PGM estimation (dpstats.synth.mechanisms._pgm) against mbi itself ------------------------------
+
+
+def _bank_measurements(data, cliques, sigma, seed):
+    rng = np.random.default_rng(seed)
+    return [(cl, data.marginal(list(cl)).ravel() + rng.normal(0, sigma, data.domain.size(cl)), sigma)
+            for cl in cliques]
+
+
+def test_numpy_mirror_descent_takes_mbis_steps(data):
+    """The NumPy loop, given repeated and non-canonical cliques, ends where mbi's compiled MirrorDescent ends."""
+    from dpstats.synth.mechanisms import _pgm
+
+    mbi = _pgm.load_mbi()
+    import jax.numpy as jnp
+
+    cliques = [(c,) for c in COLS] + [("y", "age"), ("job", "marital", "y"), ("y", "age"), ("housing", "duration")]
+    ms = _bank_measurements(data, cliques, 20.0, 1)
+    ms[-1] = (ms[-1][0], ms[-1][1], 35.0)          # unequal scales, pooled with precision weights
+    ms.append((("y", "age"), ms[-4][1][::-1].copy(), 50.0))
+    ours = _pgm.estimate(data.domain, ms, data.n, 150, backend="numpy")
+    # mbi's estimator on the raw (unpooled) measurements
+    ref = _pgm._fast_mirror_descent().estimate(
+        _pgm.mbi_domain(data.domain), [mbi.LinearMeasurement(jnp.asarray(y), cl, stddev=s) for cl, y, s in ms],
+        known_total=float(data.n), iters=150)
+    a, b = _pgm.ModelMarginals(ours), _pgm.ModelMarginals(_pgm.Model.from_mbi(ref, data.domain))
+    for cl in cliques + [("age", "job", "duration")]:
+        np.testing.assert_allclose(a.counts(cl), b.counts(cl), rtol=1e-7, atol=1e-6)
+    # a warm start continues from the given model (same distribution as mbi's CliqueVector.expand)
+    more = ms + _bank_measurements(data, [("marital", "housing", "y")], 20.0, 2)
+    warm_np = _pgm.estimate(data.domain, more, data.n, 50, warm_start=ours, backend="numpy")
+    warm_jax = _pgm.estimate(data.domain, more, data.n, 50, warm_start=ours, backend="jax")
+    a, b = _pgm.ModelMarginals(warm_np), _pgm.ModelMarginals(warm_jax)
+    for cl in [("marital", "housing", "y"), ("age", "y"), ("job",)]:
+        np.testing.assert_allclose(a.counts(cl), b.counts(cl), rtol=1e-7, atol=1e-6)
+    cold = _pgm.ModelMarginals(_pgm.estimate(data.domain, more, data.n, 50, backend="numpy"))
+    assert np.abs(cold.counts(("age", "y")) - a.counts(("age", "y"))).max() > 1e-3   # the warm start mattered
+
+
+def test_model_marginals_equal_mbis_variable_elimination():
+    from dpstats.synth.base import Domain
+    from dpstats.synth.mechanisms import _pgm
+
+    mbi = _pgm.load_mbi()
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(3)
+    dom = Domain(tuple("abcdefg"), (2, 3, 4, 2, 3, 2, 3))
+    md = _pgm.mbi_domain(dom)
+    # a loop (triangulated), a separate component, and an attribute ("g") in no clique
+    cliques = [("b", "a"), ("b", "c"), ("c", "a", "d"), ("e", "f")]
+    pots = {c: rng.normal(size=md.project(c).shape) for c in cliques}
+    cv = mbi.CliqueVector(md, cliques, {c: mbi.Factor(md.project(c), jnp.asarray(v)) for c, v in pots.items()})
+    model = _pgm.Model.from_mbi(mbi.MarkovRandomField(potentials=cv, marginals=cv, total=500.0), dom)
+    mm = _pgm.ModelMarginals(model)
+    for q in [("a",), ("d", "b"), ("a", "e"), ("g", "c"), ("d", "f", "b"), ("b", "c", "d", "e")]:
+        ref = np.asarray(mbi.marginal_oracles.variable_elimination(cv, q, 500.0).datavector(flatten=True))
+        np.testing.assert_allclose(mm.counts(q), ref, rtol=1e-9, atol=1e-9)
+
+
+def test_model_size_equals_mbis_hypothetical_model_size():
+    from dpstats.synth.base import Domain
+    from dpstats.synth.mechanisms import _pgm
+
+    mbi = _pgm.load_mbi()
+    rng = np.random.default_rng(4)
+    dom = Domain(tuple("abcdefgh"), tuple(int(k) for k in rng.integers(2, 6, size=8)))
+    md = _pgm.mbi_domain(dom)
+    for _ in range(150):
+        cl = [tuple(rng.choice(dom.names, size=int(rng.integers(1, 4)), replace=False))
+              for _ in range(int(rng.integers(1, 9)))]
+        assert _pgm.model_size_mb(dom, cl) == pytest.approx(mbi.junction_tree.hypothetical_model_size(md, cl))
+    chain = [(a, b) for a, b in zip(dom.names, dom.names[1:])]                      # a tree: mbi's other branch
+    assert _pgm.model_size_mb(dom, chain) == pytest.approx(mbi.junction_tree.hypothetical_model_size(md, chain))
+
+
+def test_aim_and_mwem_pgm_compile_nothing_on_small_models(data):
+    """Regression: a JAX compilation per round (the model's cliques change every round) made AIM miss 60 s on Adult."""
+    import jax
+
+    compiles = []
+
+    def listener(event, duration, **kw):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        for name in ("aim", "mwem_pgm"):
+            get_synthesizer(name)(**{**PARAMS[name], "iters": 50, "final_iters": 50}).synthesize(
+                data, 1.0, DELTA, np.random.default_rng(SEED))
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert compiles == []

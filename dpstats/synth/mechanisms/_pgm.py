@@ -254,9 +254,8 @@ def _canonical(pos: dict[str, int], attrs: Sequence[str]) -> tuple[str, ...]:
 def _logsumexp_axes(values: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     if not axes:
         return values
-    m = np.max(values, axis=axes, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    out: np.ndarray = np.log(np.sum(np.exp(values - m), axis=axes)) + np.squeeze(m, axis=axes)
+    m = values.max(axis=axes, keepdims=True)          # potentials are finite (no structural zeros here)
+    out: np.ndarray = np.log(np.exp(values - m).sum(axis=axes)) + m.squeeze(axis=axes)
     return out
 
 
