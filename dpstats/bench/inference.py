@@ -142,16 +142,39 @@ def _full_rank(X: np.ndarray, weights: np.ndarray | None) -> bool:
     return bool(ev[0] > max(ev[-1], 1.0) * d * 1e-12)
 
 
-def _draw_rows(instance: Any, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None]:
-    """Row indices of one draw and the draw's cluster labels (None when not clustered)."""
+_CLUSTERS: dict[str, tuple[Any, list[np.ndarray], np.ndarray]] = {}
+
+
+def _cluster_index(instance: Any) -> tuple[list[np.ndarray], np.ndarray]:
+    """Row indices of each cluster and which design columns are non-zero in each (cached per instance object)."""
+    hit = _CLUSTERS.get(instance.id)
+    if hit is not None and hit[0] is instance:
+        return hit[1], hit[2]
+    labels, codes = np.unique(np.asarray(instance.clusters), return_inverse=True)
+    order = np.argsort(codes, kind="stable")
+    members = np.split(order, np.cumsum(np.bincount(codes, minlength=len(labels)))[:-1])
+    nz = np.zeros((len(labels), instance.X.shape[1]), dtype=bool)
+    np.logical_or.at(nz, codes, np.asarray(instance.X) != 0)
+    _CLUSTERS[instance.id] = (instance, members, nz)
+    return members, nz
+
+
+def _draw_rows(instance: Any, rng: np.random.Generator) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Row indices of one draw and the draw's cluster labels (None when not clustered).
+
+    For a cluster draw whose design would have an all-zero column (a
+    fixed-effect dummy of clusters none of which was drawn) the indices are
+    None: the draw is rejected before any row is copied.
+    """
     n = int(instance.X.shape[0])
     if instance.clusters is None or not str(instance.spec.se).startswith("cluster:"):
         return rng.integers(0, n, size=n), None
-    labels, codes = np.unique(np.asarray(instance.clusters), return_inverse=True)
-    members = np.split(np.argsort(codes, kind="stable"), np.cumsum(np.bincount(codes, minlength=len(labels)))[:-1])
-    picks = rng.integers(0, len(labels), size=len(labels))
+    members, nz = _cluster_index(instance)
+    picks = rng.integers(0, len(members), size=len(members))
+    if instance.task != "mean" and not nz[picks].any(axis=0).all():
+        return None, None
     idx = np.concatenate([members[g] for g in picks])
-    new = np.concatenate([np.full(len(members[g]), k) for k, g in enumerate(picks)])
+    new = np.repeat(np.arange(len(picks)), [len(members[g]) for g in picks])
     return idx, new
 
 
@@ -171,6 +194,8 @@ def resample(instance: Any, seed: int) -> Any:
     rng = np.random.default_rng([RESAMPLE_KEY, int(seed)])
     for _ in range(MAX_REDRAWS):
         idx, clusters = _draw_rows(instance, rng)
+        if idx is None:
+            continue
         w = None if instance.weights is None else np.asarray(instance.weights)[idx]
         X = np.asarray(instance.X)[idx]
         if instance.task == "mean" or _full_rank(X, w):
