@@ -76,7 +76,7 @@ def coverage(draws: int, epsilon: float = 1.0, start: int = 0) -> dict[str, tupl
 #: public sce instances of the corpus run: unweighted, up to a few thousand rows, few to many controls
 CORPUS_INSTANCES = ("mroz87_lwage", "bh90_sleep", "nsw_exp", "graddy97_discrim", "bn92_wage2", "htv03",
                     "grogger91", "card95_ols_basic", "bm04_call", "hb94_beauty")
-CORPUS_METHODS = ("fwl_score", "dpnewton", "ssp_bootstrap")
+CORPUS_METHODS = ("fwl_score", "dpnewton", "ssp_bootstrap", "sa_coef_interval")
 
 
 def corpus_coverage(draws: int, epsilons: list[float], instances=CORPUS_INSTANCES, methods=CORPUS_METHODS):

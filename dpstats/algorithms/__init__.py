@@ -128,6 +128,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "dpstats.algorithms.sce.fwl_preprocessed",
     "dpstats.algorithms.sce.fwl_score",
     "dpstats.algorithms.sce.sa_coef",
+    "dpstats.algorithms.sce.sa_interval",
     "dpstats.algorithms.sce.simple_regression",
 )
 

@@ -134,3 +134,28 @@ def test_adaptive_whiten_interval_releases(corpus, iid, eps, seed, path):
     if second:
         assert normals[-2].scale == pytest.approx(math.sqrt(dl) / n / math.sqrt(2.0 * second), rel=RTOL)
     assert out.std_error.shape == (inst.facts.d,)
+
+
+@pytest.mark.parametrize("iid,eps,seed", [("card95_ols_basic", 10.0, 0), ("bm04_call", 1.0, 1), ("htv03", 3.0, 2)])
+def test_sa_coef_interval_laplace_releases(corpus, iid, eps, seed):
+    """sa_coef_interval (docs/algorithms/sce/sa_coef_interval.md): three Laplace releases given the private range."""
+    inst = corpus.instance(iid)
+    algo = get("sce", "sa_coef_interval")()
+    rng = RecordingGenerator(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = algo.run(inst.task_data(), inst.facts, eps, DELTA, rng)
+    costs = {e[0]: e[1] for e in out.ledger}
+    assert sum(costs.values()) == pytest.approx(eps, rel=RTOL)  # pure DP, basic composition
+    e_cnt, e_var = 0.05 * eps, 0.15 * eps
+    e_mean = eps - 0.3 * eps - e_cnt - e_var
+    assert costs["Laplace count of invalid or winsorised blocks"] == pytest.approx(e_cnt, rel=RTOL)
+    assert costs["Laplace winsorised sum of squares"] == pytest.approx(e_var, rel=RTOL)
+    assert costs["Laplace winsorised sum"] == pytest.approx(e_mean, rel=RTOL)
+    lo, hi = out.details["range"]
+    h = (hi - lo) / 2
+    d_cnt, d_sq, d_sum = rng.of("laplace")[-3:]
+    assert d_cnt.scale == pytest.approx(1.0 / e_cnt, rel=RTOL)
+    assert d_sq.scale == pytest.approx(h * h / e_var, rel=RTOL)
+    assert d_sum.scale == pytest.approx((hi - lo) / e_mean, rel=RTOL)
+    assert out.df == out.details["k"] - 1

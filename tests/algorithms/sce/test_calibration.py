@@ -655,7 +655,8 @@ def test_blb_coinpress(corpus, spy, iid, eps, seed):
 # --------------------------------------------------------------------------
 
 COVERED = {"sa_coef_median", "sa_coef_winsorized", "fwl_blocks", "noisystats", "theilsen_match", "theilsen_wide",
-           "fwl_score", "noisystats_fwl", "theilsen_fwl", "blb_coinpress"}
+           "fwl_score", "noisystats_fwl", "theilsen_fwl", "blb_coinpress",
+           "sa_coef_interval"}  # pinned in tests/algorithms/test_calibration_intervals.py
 
 
 def test_every_standard_sce_native_is_pinned_here():
