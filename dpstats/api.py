@@ -97,6 +97,8 @@ _COVERS = {
                   "noise; not clustered sampling error, nor clipping bias"),
     "dpnewton": ("sampling error of independent rows (heteroskedasticity-robust sandwich of the clipped Newton "
                  "score) and the privacy noise; not clustered sampling error, nor clipping bias"),
+    "sa_coef_interval": ("sampling error of independent rows (the spread of independent block estimates, robust to "
+                         "heteroskedasticity) and the privacy noise; not clustered sampling error"),
     "adaptive_whiten": ("sampling error of the mean of independent rows and the privacy noise, plus an allowance "
                         "for clipping bias that assumes light tails"),
     "ssp_bootstrap": ("sampling error of the classical (homoskedastic, independent rows) OLS standard error and the "
@@ -104,6 +106,9 @@ _COVERS = {
     "kv_interval": ("sampling error of the mean of independent rows and the privacy noise, plus an allowance for "
                     "clipping bias that assumes light (Gaussian-like) tails"),
 }
+
+#: interval methods whose sampling error is heteroskedasticity-robust (a sandwich or independent blocks)
+_ROBUST = frozenset({"fwl_score", "dpnewton", "sa_coef_interval"})
 
 _TASK_TITLES = {
     "sce": "Differentially private regression coefficient",
@@ -499,7 +504,10 @@ class PrivateResult:
             para = (f"The standard error and the confidence interval are for the population {what}, not for the "
                     f"non-private estimate on these rows: they cover {_COVERS.get(self.method, 'sampling error and privacy noise')}. "
                     "They are computed from the released statistics and the public facts only, within the same budget.")
-            if self.task != "mean":
+            if self.task != "mean" and self.method in _ROBUST:
+                para += (" If the study reports clustered standard errors, this interval does not account for "
+                         "clustering and may be too narrow.")
+            elif self.task != "mean":
                 para += (" If the study reports heteroskedasticity-robust or clustered standard errors, this interval "
                          "accounts only for classical sampling error and may be too narrow.")
             bad = self.uninformative()
