@@ -165,7 +165,7 @@ def missing_term(trial_counts, workers: int | None, seed: int) -> tuple[list[dic
     for cls in (SSP, SSPMissingTerm):
         out = cls().run(nb.base, nb.facts, 1.0, 1e-6, np.random.default_rng(0))
         sxx, sxy = out.details["sigma_xx"], out.details["sigma_xy"]
-        charged = sum(c for _, c, _, _ in out.ledger)
+        charged = sum(e[1] for e in out.ledger)
         worst = max(_pair_rho(x1, y1, x2, y2, sxx, sxy)
                     for (x1, y1), (x2, y2) in itertools.product(itertools.product(grid, ys), repeat=2))
         pair = _pair_rho(nb.neighbour.X[nb.row], nb.neighbour.y[nb.row], nb.base.X[nb.row], nb.base.y[nb.row], sxx, sxy)

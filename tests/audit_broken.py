@@ -36,7 +36,6 @@ from dpstats.algorithms.mean._utils import clipped_mean, prior_box
 from dpstats.algorithms.base import Decline
 from dpstats.algorithms.linreg.ssp import SSP
 from dpstats.algorithms.mean.adaptive import AdaptiveClip
-from dpstats.privacy.mechanisms import gaussian_noise
 from dpstats.privacy.accounting import ZCDPAccountant
 
 
@@ -163,8 +162,9 @@ class ClipMissingTerm(AdaptiveClip):
         Z = (X - center) / half
         sens = 2.0 / n  # should be sqrt(sum_j (2/n)^2) = 2 sqrt(d) / n
         sigma = acc.gaussian_sigma(sens, fraction=1.0)
-        acc.spend_gaussian("clipped mean (box)", sens, sigma, "box [-1,1]^d: sensitivity 2/n (one term)")
-        est = center + half * (clipped_mean(Z, -np.ones(d), np.ones(d)) + gaussian_noise(rng, sigma, size=d))
+        est = center + half * acc.gaussian("clipped mean (box)", clipped_mean(Z, -np.ones(d), np.ones(d)),
+                                           sensitivity=sens, sigma=sigma, rng=rng,
+                                           note="box [-1,1]^d: sensitivity 2/n (one term)")
         return self.release(est, acc)
 
 
@@ -175,5 +175,5 @@ class LedgerOvercharge(AdaptiveClip):
 
     def _run(self, data, facts, epsilon, delta, rng):
         out = super()._run(data, facts, epsilon, delta, rng)
-        (mech, cost, unit, note), = out.ledger
-        return replace(out, ledger=((mech, 2.0 * cost, unit, note),))
+        (entry,) = out.ledger
+        return replace(out, ledger=(entry._replace(cost=2.0 * entry.cost),))

@@ -70,8 +70,12 @@ class Release:
         Shape ``(d,)`` for linreg and mean; shape ``(1,)`` for sce.
     epsilon, delta : float
         The budget the release guarantees (from the accountant's ledger).
-    ledger : tuple
-        The accountant's entries ``(mechanism, cost, unit, note)``.
+    ledger : tuple of Spend
+        The accountant's entries as they are: named tuples
+        ``(mechanism, cost, unit, note, kind, sensitivity, scale)``
+        (:class:`~dpstats.privacy.accounting.Spend`), whose ``kind``,
+        ``sensitivity`` and ``scale`` name the charging call that drew the
+        noise and the scale it drew.
     details : mapping
         Diagnostics (clipping counts, chosen ranges, ...). Never private data
         beyond what the released quantities already reveal.
@@ -279,7 +283,7 @@ class Algorithm(ABC):
             estimate=np.atleast_1d(np.asarray(estimate, dtype=float)),
             epsilon=accountant.epsilon,
             delta=accountant.delta,
-            ledger=tuple((s.mechanism, s.cost, s.unit, s.note) for s in accountant.ledger),
+            ledger=tuple(accountant.ledger),
             details=details,
         )
 
@@ -293,7 +297,7 @@ class Algorithm(ABC):
             reason=reason,
             epsilon=float(eps),
             delta=float(dlt),
-            ledger=tuple((s.mechanism, s.cost, s.unit, s.note) for s in accountant.ledger),
+            ledger=tuple(accountant.ledger),
             details=details,
         )
 

@@ -164,12 +164,16 @@ _POOL_STATUS = {"ok": RELEASED, "error": ERROR, "timeout": TIMEOUT, "memory": ME
 def _ledger_totals(ledger) -> dict[str, float]:
     tot: dict[str, float] = {}
     for entry in ledger or ():
+        # a Spend (mechanism, cost, unit, note, kind, sensitivity, scale), or a plugin's
+        # (mechanism, cost, unit, note): the cost and unit are the second and third fields
         try:
-            _, cost, unit, _ = entry
-        except (TypeError, ValueError):
+            if isinstance(entry, (str, bytes)) or len(entry) < 4:
+                raise ValueError("not a ledger entry")
+            cost, unit = float(entry[1]), str(entry[2])
+        except (TypeError, ValueError, IndexError, KeyError):
             tot["malformed"] = tot.get("malformed", 0.0) + 1.0
             continue
-        tot[str(unit)] = tot.get(str(unit), 0.0) + float(cost)
+        tot[unit] = tot.get(unit, 0.0) + cost
     return tot
 
 

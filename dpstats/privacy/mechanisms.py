@@ -22,7 +22,6 @@ import math
 import numpy as np
 
 __all__ = [
-    "gaussian_noise",
     "exponential_mechanism",
     "private_quantile",
     "private_quantile_grid",
@@ -32,16 +31,6 @@ __all__ = [
     "signed_log_grid",
     "range_grid",
 ]
-
-
-def gaussian_noise(
-    rng: np.random.Generator, sigma: float, size: int | tuple[int, ...] | None = None
-) -> np.ndarray | float:
-    """Draw ``N(0, sigma^2)`` noise; ``sigma`` must be finite and >= 0."""
-    if not (sigma >= 0 and math.isfinite(sigma)):
-        raise ValueError(f"sigma must be finite and >= 0, got {sigma!r}")
-    noise: np.ndarray | float = rng.normal(0.0, sigma, size=size)
-    return noise
 
 
 def exponential_mechanism(

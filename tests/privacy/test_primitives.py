@@ -346,12 +346,3 @@ def test_range_grid_stays_in_the_range(lo: float, hi: float) -> None:
     np.testing.assert_allclose(k, np.round(k), atol=1e-6)
     with pytest.raises(ValueError):
         range_grid(1.0, 1.0)
-
-
-def test_gaussian_noise_draws_at_sigma() -> None:
-    from dpstats.privacy.mechanisms import gaussian_noise
-    from tests.noise_spy import RecordingGenerator
-
-    rng = RecordingGenerator(3)
-    gaussian_noise(rng, 2.5, size=4)
-    assert [(d.method, d.scale, d.count) for d in rng.draws] == [("normal", 2.5, 4)]

@@ -98,9 +98,9 @@ def test_metadata(name):
 def _check_ledger(out, eps):
     assert isinstance(out, Release)
     assert (out.epsilon, out.delta) == (eps, DELTA)
-    units = {u for _, _, u, _ in out.ledger}
+    units = {e.unit for e in out.ledger}
     assert len(units) == 1
-    total = sum(c for _, c, _, _ in out.ledger)
+    total = sum(e.cost for e in out.ledger)
     if units == {"rho"}:
         assert total == pytest.approx(zcdp_rho(eps, DELTA), rel=1e-9)
         assert zcdp_epsilon(total, DELTA) == pytest.approx(eps, rel=1e-6)
@@ -128,7 +128,7 @@ def test_ledger_exhausts_budget_simple(name, sim2):
 
 
 def _entry(out, prefix):
-    hits = [c for m, c, _, _ in out.ledger if m.startswith(prefix)]
+    hits = [e.cost for e in out.ledger if e.mechanism.startswith(prefix)]
     assert len(hits) == 1, (prefix, out.ledger)
     return hits[0]
 

@@ -319,7 +319,7 @@ def _check_total(out, eps):
 
 def _charged_eps(row) -> float:
     """The epsilon an exponential-mechanism entry charges: its cost (pure DP) or sqrt(8 rho) (bounded range)."""
-    _, cost, unit, _ = row
+    cost, unit = row.cost, row.unit
     if unit == "epsilon":
         return cost
     assert unit == "rho", row
