@@ -352,10 +352,12 @@ class JunctionTree:
         for (u, p, ax_u, shp_u, shp_p, ax_p), m_up in zip(reversed(self._up), reversed(up)):
             belief[u] = belief[u] + (_logsumexp_axes(belief[p], ax_p) - m_up).reshape(shp_u)
         out = {}
-        for C, b in belief.items():
+        for comp in self.components:                  # calibrated: every node of a component has the same log Z
+            b = belief[comp[0]]
             m = b.max()
-            e = np.exp(b - m)
-            out[C] = e / e.sum()
+            log_z = m + math.log(np.exp(b - m).sum())
+            for C in comp:
+                out[C] = np.exp(belief[C] - log_z)
         return out
 
 
@@ -414,9 +416,9 @@ def _mirror_descent_numpy(domain: Domain, pooled: list[Measurement], total: floa
     alpha = 2.0 / (lip * total)
     loss, mus, grads = evaluate(theta)
     for _ in range(50 * math.ceil(iters / 50)):
-        step = [t.copy() for t in theta]
+        step = list(theta)
         for (k, _, _, shp, _, _), g in zip(meas, grads):
-            step[k] -= alpha * g.reshape(shp)
+            step[k] = step[k] - alpha * g.reshape(shp)
         loss2, mus2, grads2 = evaluate(step)
         dot = sum(float(np.vdot(g, m1 - m2)) for g, m1, m2 in zip(grads, mus, mus2))
         if loss - loss2 >= 0.5 * alpha * dot:
