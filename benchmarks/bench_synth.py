@@ -1,11 +1,13 @@
-"""Time and peak memory of the marginal-based synthesizers on Adult (or Bank) at epsilon = 1.
+"""Time and peak memory of the marginal-based and GAN synthesizers on Adult (or Bank) at epsilon = 1.
 
 Each (mechanism, repeat) runs in a fresh Python process, as the benchmark's
 workers do, so the figures include importing JAX and ``mbi`` and every JIT
 compilation. The job is the protocol's: :func:`dpstats.synth.pipeline.synthesize_frame`
 on the full data set with its public schema, PrivTree discretisation (its
 budget share included), epsilon = 1, the benchmark's delta, and AIM and
-MWEM-PGM on the paper's workload with the schema's label. Reported per run:
+MWEM-PGM on the paper's workload with the schema's label; the GANs (DPGAN,
+DP-CTGAN, PATE-GAN, PATE-CTGAN; the ``gan`` extra) with their defaults and no
+time limit (in the benchmark, past 60 s a run is a time-out). Reported per run:
 wall-clock seconds, CPU seconds of the child (user + system) and its peak
 resident memory (``ru_maxrss``). On a machine shared with other jobs the
 wall clock exceeds the CPU time; the CPU time is what the job itself costs.
@@ -49,7 +51,8 @@ print(json.dumps({"mechanism": name, "dataset": dataset, "rows": len(df), "colum
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="adult")
-    ap.add_argument("--mechanism", nargs="+", default=["mst", "aim", "mwem_pgm", "privbayes", "fem", "rap", "ron_gauss"])
+    ap.add_argument("--mechanism", nargs="+", default=["mst", "aim", "mwem_pgm", "privbayes", "fem", "rap", "ron_gauss",
+                                                         "dpgan", "dpctgan", "pategan", "patectgan"])
     ap.add_argument("--metrics", action="store_true",
                     help="also the paper's metrics of each synthetic table (computed after the timing)")
     ap.add_argument("--repeat", type=int, default=1)

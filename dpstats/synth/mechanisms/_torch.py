@@ -28,19 +28,20 @@ The generator only ever sees the discriminator (post-processing); fake rows
 and latent noise do not depend on the data given the past releases, so their
 gradients (clipped too, for balance) add no sensitivity.
 
-The DP-SGD step is entered in the ledger as one entry costing the
-accountant's whole remaining ``rho``: the step count and noise are calibrated
-so that the RDP composition of the ledger's earlier spends and all ``T``
-steps is ``(epsilon, delta)``-DP, which is what
-``ZCDPAccountant.achieved`` then reports; the entry's note says that its
-``rho`` is this remainder, not a zCDP cost of DP-SGD (the subsampled Gaussian
-is not ``rho``-zCDP for any useful ``rho``).
+The whole DP-SGD run is one charging call on :class:`RDPAccountant` (the
+GANs' accountant: a zCDP ledger that also composes RDP curves),
+``rdp_measurement``, which checks the composition against the budget before
+any draw and then runs the training; its entry closes the ledger with the
+remaining ``rho`` (bookkeeping: the subsampled Gaussian is not ``rho``-zCDP
+for any useful ``rho``), and :meth:`RDPAccountant.achieved` reports the RDP
+composition of every entry.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -57,6 +58,7 @@ __all__ = [
     "dpsgd_max_steps",
     "calibrate_noise",
     "GANSynthesizer",
+    "RDPAccountant",
 ]
 
 #: Rényi orders of the DP-SGD accounting.
@@ -180,6 +182,56 @@ def calibrate_noise(n: int, batch: int, steps: int, epsilon: float, delta: float
     while f(z) > 0:   # brentq's root may lie a hair on the wrong side
         z *= 1.0 + rtol / 10
     return z
+
+
+@dataclass
+class RDPAccountant(ZCDPAccountant):
+    """A zCDP ledger that also composes mechanisms known by their Rényi-DP curve (DP-SGD).
+
+    zCDP spends are RDP ``rho * alpha`` at every order; an RDP mechanism's
+    curve (on :data:`ORDERS`) is added order by order, and :meth:`achieved`
+    converts the sum to ``(epsilon, delta)`` (Canonne, Kamath, Steinke 2020,
+    Prop. 12). An RDP mechanism closes the ledger: its entry costs the whole
+    remaining ``rho`` (so :meth:`exhausted` holds), a bookkeeping figure, not
+    a zCDP cost; the guarantee reported is the RDP composition.
+    """
+
+    rdp_curves: list[tuple[float, ...]] = field(default_factory=list)
+
+    def _rdp_total(self, extra: np.ndarray | None = None) -> np.ndarray:
+        closed = sum(s.cost for s in self.ledger if s.kind == "rdp")
+        total = (self.spent - closed) * np.asarray(ORDERS)
+        for c in self.rdp_curves:
+            total = total + np.asarray(c)
+        return total if extra is None else total + extra
+
+    def rdp_measurement(self, mechanism: str, release: Callable[[np.random.Generator], Any], *,
+                        rdp: Sequence[float] | np.ndarray, rng: np.random.Generator, sensitivity: float | None = None,
+                        scale: float | None = None, note: str = "") -> Any:
+        """Charge a mechanism with RDP curve ``rdp`` (on :data:`ORDERS`), then run ``release(rng)``.
+
+        Raises :class:`~dpstats.privacy.accounting.BudgetExceeded`, before
+        drawing anything, when the composition would exceed ``epsilon`` at
+        ``delta``, or when an RDP mechanism already closed the ledger.
+        """
+        from dpstats.privacy.accounting import BudgetExceeded
+
+        r = np.asarray(rdp, dtype=float)
+        if r.shape != (len(ORDERS),) or not np.all(np.isfinite(r)) or np.any(r < 0):
+            raise ValueError(f"rdp must hold {len(ORDERS)} finite values >= 0 (one per order)")
+        if self.rdp_curves:
+            raise BudgetExceeded(f"{mechanism}: an RDP mechanism already closed this ledger")
+        eps = _to_epsilon(self._rdp_total(r), self.delta)[0]
+        if eps > self.epsilon * (1 + 1e-9):
+            raise BudgetExceeded(f"{mechanism}: RDP composition gives epsilon {eps:.6g} > {self.epsilon:g}")
+        self._charge(mechanism, self.remaining, note, kind="rdp", sensitivity=sensitivity, scale=scale)
+        self.rdp_curves.append(tuple(float(v) for v in r))
+        return release(rng)
+
+    def achieved(self) -> tuple[float, float]:
+        if not self.rdp_curves:
+            return super().achieved()
+        return (_to_epsilon(self._rdp_total(), self.delta)[0], self.delta)
 
 
 # ----------------------------------------------------------------------
@@ -438,7 +490,7 @@ class GANSynthesizer(Synthesizer):
     family = "GAN"
     interpretation = "standard"
     needs_numbers = True
-    accountant = ZCDPAccountant
+    accountant = RDPAccountant
     _ints: tuple[str, ...] = ()
     _floats: tuple[str, ...] = ()
 
@@ -478,23 +530,26 @@ class GANSynthesizer(Synthesizer):
 
 
 def dpsgd_schedule(name: str, n: int, batch: int, z0: float, epochs: int, accountant: ZCDPAccountant
-                   ) -> tuple[int, float, float]:
+                   ) -> tuple[int, float, float, np.ndarray]:
     """Steps and noise multiplier of a DP-SGD run (smartnoise's rule: fixed noise, train until the budget is spent).
 
     ``T`` is the most steps (at most ``epochs * (n // batch)``) that noise
     multiplier ``z0`` affords with the ledger's earlier spends; at least one
     step. Then the noise is lowered (or, for one step, raised) to the ``z``
     at which those ``T`` steps spend the budget (to within 1e-3 in z, never above it). Returns
-    ``(T, z, epsilon_rdp)`` with ``epsilon_rdp <= epsilon``. Depends on
-    public facts only (``n``, the hyperparameters, the budget).
+    ``(T, z, epsilon_rdp, rdp)`` with ``epsilon_rdp <= epsilon`` and ``rdp``
+    the run's RDP curve. Depends on public facts only (``n``, the
+    hyperparameters, the budget).
     """
+    if not isinstance(accountant, RDPAccountant):
+        raise TypeError(f"{name} composes DP-SGD in RDP: give an RDPAccountant (its synthesizer's accountant)")
     if batch > n:
         raise ValueError(f"{name}: batch_size {batch} exceeds the number of rows {n}")
     eps, delta, prior = accountant.epsilon, accountant.delta, accountant.spent
     cap = epochs * max(n // batch, 1)
     steps = max(dpsgd_max_steps(n, batch, z0, eps, delta, prior, cap), 1)
     z = calibrate_noise(n, batch, steps, eps, delta, prior)
-    return steps, z, dpsgd_epsilon(n, batch, z, steps, delta, prior)
+    return steps, z, dpsgd_epsilon(n, batch, z, steps, delta, prior), steps * wor_rdp(n, batch, z)
 
 
 
