@@ -97,6 +97,8 @@ _COVERS = {
                   "noise; not clustered sampling error, nor clipping bias"),
     "dpnewton": ("sampling error of independent rows (heteroskedasticity-robust sandwich of the clipped Newton "
                  "score) and the privacy noise; not clustered sampling error, nor clipping bias"),
+    "blb_coinpress": ("sampling error of independent rows (the bag-of-little-bootstraps variance) and the privacy "
+                      "noise (Covington et al. 2021); not clustered sampling error"),
     "sa_coef_interval": ("sampling error of independent rows (the spread of independent block estimates, robust to "
                          "heteroskedasticity) and the privacy noise; not clustered sampling error"),
     "adaptive_whiten": ("sampling error of the mean of independent rows and the privacy noise, plus an allowance "
@@ -108,7 +110,7 @@ _COVERS = {
 }
 
 #: interval methods whose sampling error is heteroskedasticity-robust (a sandwich or independent blocks)
-_ROBUST = frozenset({"fwl_score", "dpnewton", "sa_coef_interval"})
+_ROBUST = frozenset({"fwl_score", "dpnewton", "sa_coef_interval", "blb_coinpress"})
 
 _TASK_TITLES = {
     "sce": "Differentially private regression coefficient",

@@ -159,3 +159,18 @@ def test_sa_coef_interval_laplace_releases(corpus, iid, eps, seed):
     assert d_sq.scale == pytest.approx(h * h / e_var, rel=RTOL)
     assert d_sum.scale == pytest.approx((hi - lo) / e_mean, rel=RTOL)
     assert out.df == out.details["k"] - 1
+
+
+@pytest.mark.parametrize("iid,eps,seed", [("card95_ols_basic", 1.0, 0), ("nsw_cps_raw", 10.0, 1)])
+def test_blb_coinpress_interval_guard(corpus, iid, eps, seed):
+    """blb_coinpress with the API's interval_params: one count of invalid subsets, sensitivity 1, 2 % of rho."""
+    inst, algo, out, rng, costs = _run(corpus, "sce", "blb_coinpress", iid, eps, seed)
+    rho = zcdp_rho(eps, DELTA)
+    assert costs["count of invalid subsets"] == pytest.approx(0.02 * rho, rel=RTOL)
+    ix = [e[0] for e in out.ledger].index("count of invalid subsets")
+    # the count is the first Gaussian draw after the prior balls' exponential mechanisms
+    d_cnt = rng.of("normal")[0]
+    assert ix >= 3 and d_cnt.count == 1
+    assert d_cnt.scale == pytest.approx(1.0 / math.sqrt(2.0 * 0.02 * rho), rel=RTOL)
+    if iid == "nsw_cps_raw":  # most subsets have no treated unit: the interval must be infinite
+        assert not np.isfinite(out.std_error[0])

@@ -33,6 +33,7 @@ exponential mechanisms (``eps^2/8`` each).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from scipy import stats
@@ -51,7 +52,7 @@ from dpstats.algorithms.sce._utils import (
 )
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
 
-__all__ = ["BLBCoinPress", "BLBCoinPressDataBounds", "blb_subset_estimates", "coinpress_1d", "gaussian_tailbound"]
+__all__ = ["BLBCoinPress", "BLBCoinPressDataBounds", "blb_std_error", "blb_subset_estimates", "coinpress_1d", "gaussian_tailbound"]
 
 _CITATION = (
     "Covington, C., He, X., Honaker, J. and Kamath, G. (2021). Unbiased statistical estimation and valid "
@@ -142,6 +143,22 @@ def _inverse_variance(values: list[float], variances: list[float]) -> tuple[floa
     return float(np.sum(w * np.asarray(values)) / np.sum(w)), float(1.0 / np.sum(w))
 
 
+def blb_std_error(v_up: float, noise_vars: list[float]) -> float:
+    """Standard error of the released estimate: the private variance bound plus the CoinPress noise (post-processing).
+
+    The interval of Covington et al. (2021): the sampling variance of the
+    full-size estimator is bounded by ``v_up`` (the upper confidence bound
+    of the CoinPress estimate of the subsets' BLB variances), and the
+    privacy noise of the inverse-variance combination of the CoinPress
+    iterates (weights ``1 / (nv_t + v_up)``) has variance
+    ``sum w_t^2 nv_t / (sum w_t)^2``; the normal interval uses their sum.
+    """
+    nv = np.asarray(noise_vars, dtype=float)
+    w = 1.0 / np.maximum(nv + v_up, 1e-300)
+    noise = float(np.sum(w * w * nv) / np.sum(w) ** 2)
+    return float(math.sqrt(max(v_up, 0.0) + noise))
+
+
 class _BLBBase(Algorithm):
     data_bounds = False
 
@@ -177,6 +194,14 @@ class _BLBBase(Algorithm):
             cov_c, cov_r = v_med, over * v_med
             # variance of a sample variance of r normal draws is 2 v^2 / (r - 1); over-estimated as in the paper's demo
             cov_cov_u = over * 2.0 * v_med**2 / max(r_sims - 1, 1)
+        count_share = 0.0 if self.data_bounds else float(p.get("count_share", 0.0))
+        invalid = None
+        if count_share > 0:
+            # the interval's guard: the number of subsets without a valid BLB estimate (they enter CoinPress as
+            # the current centre, pulling the estimate and the variance towards it); one row changes one subset
+            sig_c = acc.gaussian_sigma(1.0, fraction=count_share)
+            invalid = acc.gaussian("count of invalid subsets", float(np.sum(~ok)), sensitivity=1.0, sigma=sig_c,
+                                   rng=rng, note="one row changes one subset: sensitivity 1")
         rho_rest = acc.remaining
         rho_cov = p["rho_cov_share"] * rho_rest
         rho_mean = rho_rest - rho_cov
@@ -207,7 +232,13 @@ class _BLBBase(Algorithm):
         # prior balls (and so v_up) are read from the data: neither is reported
         if self.data_bounds:
             return self.release(est, acc, k=k)
-        return self.release(est, acc, k=k, variance_upper=v_up, mean_ball=(mean_c, mean_r))
+        out = self.release(est, acc, k=k, variance_upper=v_up, mean_ball=(mean_c, mean_r))
+        if invalid is None:
+            return out
+        se = blb_std_error(v_up, mean_nv)
+        if invalid > float(p["max_invalid"]) * k + 3.0 * sig_c:
+            se = math.inf  # too many subsets carry no estimate: the CoinPress mean is pulled to its centre
+        return replace(out, std_error=np.array([se]), df=None, bias_bound=np.zeros(1))
 
 
 _DEFAULTS = {
@@ -232,12 +263,18 @@ class BLBCoinPress(_BLBBase):
 
     name = "blb_coinpress"
     task = "sce"
+    #: the interval of the paper (post-processing), with a released count of invalid subsets as its guard
+    intervals = True
+    interval_params = {"count_share": 0.02}
     citation = _CITATION
     interpretation = "standard"
     summary = "bag of little bootstraps per subset; CoinPress on subset variances then means (prior balls private)"
     defaults = {
         **_DEFAULTS,
         "range_share": Param(0.2, "share of rho for the private prior balls (our adaptation; the paper assumes them given)"),
+        "count_share": Param(0.0, "ours: share of rho for the count of invalid subsets, the interval's guard (0: point "
+                                  "release only; the API's intervals use interval_params)"),
+        "max_invalid": Param(0.1, "ours: infinite interval when more of the subsets have no valid estimate"),
     }
     public_details = {
         "k": "public fact: number of subsets, a function of n, d and the hyperparameters (choose_blocks)",
