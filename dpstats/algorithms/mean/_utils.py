@@ -28,7 +28,6 @@ __all__ = [
     "prior_box",
     "prior_ball",
     "gaussian_tailbound",
-    "exponential_epsilon_for",
     "scale_grid",
     "grid_quantile",
     "noisy_max_bin",
@@ -90,16 +89,6 @@ def gaussian_tailbound(d: int, beta: float) -> float:
     """
     lb = math.log(1.0 / beta)
     return math.sqrt(d + 2.0 * math.sqrt(d * lb) + 2.0 * lb)
-
-
-def exponential_epsilon_for(rho: float) -> float:
-    """The ``epsilon`` of an exponential mechanism whose bounded-range cost is ``rho``.
-
-    :meth:`~dpstats.privacy.accounting.ZCDPAccountant.em_epsilon` with
-    ``bound="bounded_range"`` (``sqrt(8 rho)``); kept by name for callers that
-    have not switched yet.
-    """
-    return ZCDPAccountant.em_epsilon(rho, bound="bounded_range")
 
 
 def scale_grid(lo: float, hi: float, per_octave: int = 8) -> np.ndarray:

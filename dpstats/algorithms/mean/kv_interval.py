@@ -35,9 +35,9 @@ import numpy as np
 
 from dpstats.algorithms import register
 from dpstats.algorithms.base import Algorithm, Decline, Param, PublicFacts, Release, TaskData
-from dpstats.algorithms.mean._utils import DEFAULT_RANGE, exponential_epsilon_for, prior_box
+from dpstats.algorithms.mean._utils import DEFAULT_RANGE, prior_box
 from dpstats.algorithms.mean.adaptive import private_column_ranges, range_failed
-from dpstats.privacy.accounting import ZCDPAccountant
+from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
 
 __all__ = ["KVInterval"]
 
@@ -116,7 +116,7 @@ class KVInterval(Algorithm):
         kstar = max(float(p["kappa"]) / mu_f, 0.5)
         a, b = lo.astype(float), hi.astype(float)
         if find.any():
-            eps0 = exponential_epsilon_for(r_share * rho / (3 * int(find.sum())))
+            eps0 = em_epsilon(r_share * rho / (3 * int(find.sum())), bound="bounded_range")
             a, b = private_column_ranges(
                 X, lo, hi, find, eps0, kstar, float(p["beta"]), acc, rng, int(p["per_octave"]), int(p["scale_per_octave"])
             )
