@@ -39,7 +39,7 @@ ALLOWED: dict[tuple[str, str], str] = {
         "samples synthetic rows from the released Gaussian model (post-processing)",
     ("ols/r_engine.py", "_match_columns"): "a fixed probe vector matching R's columns to Python's (not a release)",
     ("synth/mechanisms/_torch.py", "DPDiscriminatorStep.__call__"):
-        "DP-SGD's per-step noise, run only inside acc.rdp_measurement (RDPAccountant) in DPGAN and DP-CTGAN",
+        "DP-SGD's per-step noise, run only inside acc.rdp_measurement (dpstats.privacy.rdp.RDPAccountant) in DPGAN and DP-CTGAN",
 }
 
 
