@@ -1,18 +1,20 @@
 test_that("dp_coef gives the same release as Python on the same data frame and seed", {
+  # epsilon 3: at epsilon 1 the four-column standardisation of n = 428 rows fails and every seed releases
+  # 0 with an infinite interval (fwl_score's gram_guard), so seeds could not be told apart
   mroz <- mroz_data()
-  res <- seeded(dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, bounds = list(educ = c(0, 20)), seed = 3))
+  res <- seeded(dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 3, bounds = list(educ = c(0, 20)), seed = 3))
   expect_s3_class(res, "dp_result")
   # the same number computed by calling Python directly, on reticulate's own conversion of the data frame
   dp <- reticulate::import("dpstats", convert = TRUE)
   py <- py_seeded(dp$private_coef(reticulate::r_to_py(mroz), "lwage ~ educ + exper + I(exper**2)", coef = "educ",
-                        epsilon = 1, bounds = reticulate::dict(educ = c(0, 20)), seed = 3L))
+                        epsilon = 3, bounds = reticulate::dict(educ = c(0, 20)), seed = 3L))
   expect_identical(unname(coef(res)), py$estimate)
   expect_identical(res$n, 428L)
   expect_identical(res$method, py$method)
   # another seed, another release
-  other <- seeded(dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, bounds = list(educ = c(0, 20)), seed = 4))
+  other <- seeded(dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 3, bounds = list(educ = c(0, 20)), seed = 4))
   expect_false(identical(coef(other), coef(res)))
-  again <- seeded(dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 1, bounds = list(educ = c(0, 20)), seed = 3))
+  again <- seeded(dp_coef(MROZ_FORMULA, mroz, coef = "educ", epsilon = 3, bounds = list(educ = c(0, 20)), seed = 3))
   expect_identical(coef(again), coef(res))
 })
 
