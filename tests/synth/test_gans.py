@@ -257,3 +257,14 @@ def test_bad_arguments():
         get_synthesizer("dpgan")(batch_size=1000).synthesize(_data(100), 1.0, 1e-6, np.random.default_rng(0))
     with pytest.raises(ValueError, match="noise multiplier"):
         T.wor_rdp(100, 10, 0.0)
+
+
+def test_small_budgets_leave_dp_sgd_room_after_a_zcdp_share():
+    """At epsilon 0.1, delta 1e-9 a 10 % zCDP share (PrivTree's) must not eat the RDP budget (orders to 1024)."""
+    from dpstats.privacy.accounting import zcdp_rho
+    from dpstats.privacy.rdp import ORDERS, calibrate_noise, dpsgd_epsilon
+
+    rho = zcdp_rho(0.1, 1e-9)
+    assert rdp_epsilon(0.1 * rho * np.asarray(ORDERS), 1e-9)[0] < 0.05
+    z = calibrate_noise(45211, 64, 1000, 0.1, 1e-9, rho_prior=0.1 * rho)
+    assert dpsgd_epsilon(45211, 64, z, 1000, 1e-9, rho_prior=0.1 * rho) <= 0.1
