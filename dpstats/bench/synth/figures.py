@@ -59,15 +59,21 @@ def correlation_heatmaps(real: pd.DataFrame, synthetic: Mapping[str, pd.DataFram
     sizes = list(bins.sizes().values())
     mats = {"original": cramers_v_matrix(bins.bin(real), sizes)}
     mats.update({k: cramers_v_matrix(bins.bin(v), sizes) for k, v in synthetic.items()})
-    fig, axes = plt.subplots(1, len(mats), figsize=(3.2 * len(mats) + 0.8, 3.4), squeeze=False)
+    # a grid of at most five panels a row (twelve mechanisms in one row are unreadable)
+    ncol = min(5, len(mats))
+    nrow = -(-len(mats) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(2.6 * ncol + 1.2, 2.7 * nrow + 0.4), squeeze=False)
     im = None
-    for ax, (name, m) in zip(axes[0], mats.items()):
+    flat = list(axes.ravel())
+    for ax, (name, m) in zip(flat, mats.items()):
         im = ax.imshow(m, vmin=0, vmax=1, cmap="viridis")
         ax.set_title(name, fontsize=9)
         ax.set_xticks([])
         ax.set_yticks([])
+    for ax in flat[len(mats):]:
+        ax.set_axis_off()
     if im is not None:
-        fig.colorbar(im, ax=list(axes[0]), shrink=0.8, label="Cramér's V (bias-corrected)")
+        fig.colorbar(im, ax=flat, shrink=0.8, label="Cramér's V (bias-corrected)")
     fig.suptitle(title or "pairwise correlation", fontsize=9)
     path = Path(path)
     fig.savefig(path, dpi=110)
