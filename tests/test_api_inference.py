@@ -138,7 +138,10 @@ def test_dpnewton_interval_is_infinite_when_the_preconditioner_is_noise(wage1: p
 
 
 def test_result_carries_std_error_and_broom_columns(wage1: pd.DataFrame) -> None:
-    r = _quiet(private_coef, wage1, FORMULA, coef="educ", epsilon=1.0, seed=3, method="ssp_bootstrap")
+    # every column and y with public bounds: without them ssp_bootstrap clips at private quantiles and its
+    # interval is infinite (clip_guard), as below
+    bounds = {"educ": (0, 20), "exper": (0, 55), "tenure": (0, 45), "lwage": (-1.0, 3.5)}
+    r = _quiet(private_coef, wage1, FORMULA, coef="educ", epsilon=3.0, seed=3, method="ssp_bootstrap", bounds=bounds)
     assert r.has_interval
     assert isinstance(r.std_error, float) and r.std_error > 0
     t = r.tidy(level=0.9)
@@ -150,7 +153,7 @@ def test_result_carries_std_error_and_broom_columns(wage1: pd.DataFrame) -> None
     assert "std. error" in text and "population coefficient" in text and "classical" in text
     assert "heteroskedasticity-robust or clustered" in r.interpretation()
     # the budget is the one asked for, all of it in the ledger
-    assert r.epsilon == 1.0 and any("y'y" in str(e[0]) for e in r.ledger)
+    assert r.epsilon == 3.0 and any("y'y" in str(e[0]) for e in r.ledger)
     m = _quiet(private_mean, wage1, ["wage", "educ"], epsilon=1.0, seed=3)
     assert m.method == "adaptive_whiten" and m.std_error.shape == (2,) and not m.std_error.flags.writeable
     d = _quiet(private_coef, wage1, FORMULA, coef="educ", epsilon=1.0, seed=3)
@@ -253,3 +256,11 @@ def test_std_error_is_a_function_of_releases_only(wage1: pd.DataFrame) -> None:
     expect = math.sqrt(det["sd"][0] ** 2 / n + det["sigma_mean"][0] ** 2)
     assert out.std_error[0] == pytest.approx(expect, rel=1e-12)
     assert r.std_error[0] > 0
+
+
+def test_ssp_bootstrap_interval_is_infinite_when_bounds_were_chosen_privately(wage1: pd.DataFrame) -> None:
+    """Clipping at private quantile bounds biases the release by an amount the bootstrap cannot see."""
+    r = _quiet(private_coef, wage1, FORMULA, coef="educ", epsilon=1.0, seed=3, method="ssp_bootstrap")
+    assert r.has_interval and math.isinf(r.std_error)
+    assert "Uninformative" in r.summary()
+
