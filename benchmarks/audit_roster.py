@@ -291,6 +291,8 @@ def main(argv=None) -> int:
                 old = {}
         old.update(results)
         p.write_text(json.dumps(old, indent=1, default=float))
+        # the saved progress of an interrupted run is not needed once the results are written
+        p.with_suffix(".partial.json").unlink(missing_ok=True)
     return 1 if any(r["violation"] for r in results.get("roster", [])) else 0
 
 
