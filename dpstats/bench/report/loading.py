@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -29,6 +29,31 @@ def _is_sqlite(path: Path) -> bool:
     except OSError:
         return False
 
+
+def _read_results(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+                  from_store: Callable[[Path], pd.DataFrame],
+                  csv_ok: Callable[[Path], bool] = lambda p: True) -> list[pd.DataFrame]:
+    """One frame per results file (a store through ``from_store``, or a CSV that ``csv_ok`` accepts),
+    each with a ``corpus`` column (the store's corpus name, or the file's stem)."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    frames = []
+    for p in map(Path, paths):
+        if not p.is_file():
+            raise FileNotFoundError(f"no results file {p}")
+        if _is_sqlite(p):
+            df = from_store(p)
+        elif csv_ok(p):
+            df = pd.read_csv(p, keep_default_na=True)
+        else:
+            continue
+        if "corpus" not in df.columns:
+            df["corpus"] = p.stem
+        df["corpus"] = df["corpus"].fillna(p.stem).astype(str)
+        frames.append(df)
+    return frames
+
+
 def load_trials(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
     """Read trials from results files (SQLite from ``dpstats bench``) or ``trials.csv`` files.
 
@@ -44,27 +69,20 @@ def load_trials(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
         The trials, with a ``corpus`` column (the store's corpus name, or
         the file's stem when a CSV has none).
     """
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    frames = []
-    for p in map(Path, paths):
-        if not p.is_file():
-            raise FileNotFoundError(f"no results file {p}")
-        if _is_sqlite(p):
-            from dpstats.bench.store import read_trials
+    from dpstats.bench.store import read_trials
 
-            df = read_trials(p)
-        else:
-            df = pd.read_csv(p, keep_default_na=True)
-        if "corpus" not in df.columns:
-            df["corpus"] = p.stem
-        df["corpus"] = df["corpus"].fillna(p.stem).astype(str)
-        frames.append(df)
+    frames = _read_results(paths, read_trials)
     out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(ev.TRIAL_COLUMNS))
     for c in ("error", "estimate"):
         if c in out.columns:
             out[c] = out[c].where(~out[c].isin(["None", "nan"]), None)
     return out
+
+
+def _has_interval_columns(p: Path) -> bool:
+    head = pd.read_csv(p, nrows=0)
+    return "covered" in head.columns and "np_covered" in head.columns
+
 
 def load_intervals(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
     """Read coverage trials (``dpstats bench --inference``) from results files or ``intervals.csv`` files.
@@ -72,27 +90,9 @@ def load_intervals(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[st
     A results file without coverage trials, or a CSV of point trials,
     contributes nothing; the frame is empty when no file has any.
     """
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    frames = []
-    for p in map(Path, paths):
-        if not p.is_file():
-            raise FileNotFoundError(f"no results file {p}")
-        if _is_sqlite(p):
-            from dpstats.bench.store import read_intervals
+    from dpstats.bench.store import read_intervals
 
-            df = read_intervals(p)
-        else:
-            head = pd.read_csv(p, nrows=0)
-            if "covered" not in head.columns or "np_covered" not in head.columns:
-                continue
-            df = pd.read_csv(p, keep_default_na=True)
-        if df.empty:
-            continue
-        if "corpus" not in df.columns:
-            df["corpus"] = p.stem
-        df["corpus"] = df["corpus"].fillna(p.stem).astype(str)
-        frames.append(df)
+    frames = [df for df in _read_results(paths, read_intervals, _has_interval_columns) if not df.empty]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
