@@ -35,7 +35,7 @@ import numpy as np
 
 from dpstats.data.facts import PublicFacts, TaskData
 from dpstats.data.manifest import TASKS
-from dpstats.params import Param
+from dpstats.params import Configurable, Param
 from dpstats.privacy.accounting import Accountant, PrivacyLeakWarning, validate_budget
 
 __all__ = [
@@ -151,7 +151,7 @@ Outcome = Release | Decline
 DETAIL_KINDS = ("released value", "public fact", "paid statistic")
 
 
-class Algorithm(ABC):
+class Algorithm(Configurable, ABC):
     """Base class of every private algorithm.
 
     Subclasses set the class attributes and implement :meth:`_run`. The public
@@ -195,21 +195,6 @@ class Algorithm(ABC):
     defaults: ClassVar[dict[str, Param]] = {}
     iterative: ClassVar[bool] = False
     public_details: ClassVar[Mapping[str, str]] = {}
-
-    def __init__(self, **params: Any) -> None:
-        unknown = sorted(set(params) - set(self.defaults))
-        if unknown:
-            raise TypeError(
-                f"{type(self).__name__}: unknown hyperparameter(s) {unknown}; "
-                f"known: {sorted(self.defaults)}"
-            )
-        self.params: dict[str, Any] = {k: p.value for k, p in self.defaults.items()}
-        self.params.update(params)
-
-    def __repr__(self) -> str:
-        changed = {k: v for k, v in self.params.items() if self.defaults[k].value != v}
-        args = ", ".join(f"{k}={v!r}" for k, v in changed.items())
-        return f"{type(self).__name__}({args})"
 
     @classmethod
     def metadata(cls) -> dict[str, Any]:

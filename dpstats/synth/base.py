@@ -46,7 +46,7 @@ from typing import Any, ClassVar, Iterator, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from dpstats.params import Param
+from dpstats.params import Configurable, Param
 from dpstats.privacy.accounting import Accountant, PrivacyLeakWarning, Spend, ZCDPAccountant, validate_budget
 
 __all__ = [
@@ -265,7 +265,7 @@ class Synthetic:
     details: Mapping[str, Any] = field(default_factory=dict)
 
 
-class Synthesizer(ABC):
+class Synthesizer(Configurable, ABC):
     """Base class of every DP synthesizer (see the module docstring for the contract).
 
     Class attributes
@@ -298,17 +298,6 @@ class Synthesizer(ABC):
     defaults: ClassVar[dict[str, Param]] = {}
     accountant: ClassVar[type[Accountant]] = ZCDPAccountant
     needs_numbers: ClassVar[bool] = False
-
-    def __init__(self, **params: Any) -> None:
-        unknown = sorted(set(params) - set(self.defaults))
-        if unknown:
-            raise TypeError(f"{type(self).__name__}: unknown hyperparameter(s) {unknown}; known: {sorted(self.defaults)}")
-        self.params: dict[str, Any] = {k: p.value for k, p in self.defaults.items()}
-        self.params.update(params)
-
-    def __repr__(self) -> str:
-        changed = {k: v for k, v in self.params.items() if self.defaults[k].value != v}
-        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
 
     @classmethod
     def metadata(cls) -> dict[str, Any]:
