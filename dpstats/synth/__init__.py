@@ -68,6 +68,7 @@ SYNTHESIZERS: dict[str, str] = {
     "ron_gauss": "dpstats.synth.mechanisms.ron_gauss:RONGauss",
     "fem": "dpstats.synth.mechanisms.fem:FEM",
     "rap": "dpstats.synth.mechanisms.rap:RAP",
+    "kamino": "dpstats.synth.mechanisms.kamino:Kamino",
 }
 
 

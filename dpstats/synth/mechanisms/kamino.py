@@ -1,0 +1,462 @@
+"""Kamino (Ge, Mohapatra, He, Ilyas 2021): constraint-aware sequential synthesis with DP-trained conditionals.
+
+Privacy argument (full version: ``docs/synth/kamino.md``)
+--------------------------------------------------------
+zCDP, replace-one neighbours, ``n``, the domain, the attribute order and the
+denial constraints (DCs) and their weights public. The remaining ``rho`` is
+split ``hist_share`` / ``1 - hist_share``:
+
+1. the first attribute of the order: its counts with Gaussian noise, L2
+   sensitivity ``sqrt(2)``, ``sigma = sqrt(2) / sqrt(2 hist_share rho)``;
+2. each later attribute ``A_j`` (``d - 1`` models): a softmax model of
+   ``P(A_j | A_1..A_{j-1})`` trained by ``steps`` full-batch noisy gradient
+   steps. Each step clips every row's gradient to L2 norm ``clip``, sums them
+   and adds ``N(0, sigma^2 I)``; replacing one row changes one clipped
+   gradient, so the sum has L2 sensitivity ``2 clip`` and the step is a
+   Gaussian mechanism of zCDP cost ``(2 clip)^2 / (2 sigma^2)``. The model
+   before a step depends on the data only through the earlier noisy sums
+   (adaptive composition). All ``(d - 1) steps`` steps cost the same, with
+   ``sigma = 2 clip / sqrt(2 rho_step)``, ``rho_step = (1 - hist_share) rho /
+   ((d - 1) steps)``; the last step takes exactly what is left (rounding).
+
+Sampling tuples attribute by attribute from the released models, with each
+candidate value weighted by ``exp(-w * violations)`` against the tuples
+already generated, uses released models and public constraints only:
+post-processing. The DC weights are public inputs (hard, infinite, by
+default); Kamino's DP learning of soft weights is not implemented.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from dpstats.privacy.accounting import Accountant, ZCDPAccountant
+from dpstats.synth.base import DiscreteData, Domain, Param, Synthesizer
+
+__all__ = ["Kamino", "DenialConstraint", "Predicate", "parse_constraint", "constraint_order", "violations",
+           "context_features", "clipped_gradient_sum"]
+
+#: comparison operators of a DC predicate ``t1.A op t2.A`` (Kamino's / HoloClean's names)
+OPS: dict[str, Any] = {
+    "EQ": np.equal, "IQ": np.not_equal, "LT": np.less, "GT": np.greater, "LTE": np.less_equal,
+    "GTE": np.greater_equal,
+}
+
+#: largest number of cells of a DC's other attributes (the violation count table's size)
+MAX_DC_CELLS = 2_000_000
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """``t1.column op t2.column`` on the coded values (codes of a numeric column are ordered cells)."""
+
+    column: str
+    op: str
+
+    def __post_init__(self) -> None:
+        if self.op not in OPS:
+            raise ValueError(f"DC predicate on {self.column!r}: unknown operator {self.op!r}; known: {', '.join(OPS)}")
+
+
+@dataclass(frozen=True)
+class DenialConstraint:
+    """A denial constraint over pairs of tuples: no ordered pair ``(t1, t2)`` of distinct tuples satisfies every predicate.
+
+    Attributes
+    ----------
+    predicates : tuple of Predicate
+        At most one per column.
+    weight : float
+        ``math.inf`` for a hard constraint; a soft one multiplies a candidate
+        value's probability by ``exp(-weight * violations)``.
+    text : str
+        The constraint as written (for messages).
+
+    Examples
+    --------
+    >>> dc = parse_constraint("education -> education-num")
+    >>> [(p.column, p.op) for p in dc.predicates], dc.weight
+    ([('education', 'EQ'), ('education-num', 'IQ')], inf)
+    >>> parse_constraint("t1&t2&LT(t1.gain,t2.gain)&LT(t1.loss,t2.loss)", weight=2.0).columns
+    ('gain', 'loss')
+    """
+
+    predicates: tuple[Predicate, ...]
+    weight: float = math.inf
+    text: str = ""
+
+    def __post_init__(self) -> None:
+        cols = [p.column for p in self.predicates]
+        if len(cols) < 2:
+            raise ValueError(f"DC {self.text!r}: needs predicates on at least two columns")
+        if len(set(cols)) != len(cols):
+            raise ValueError(f"DC {self.text!r}: two predicates on one column")
+        w = self.weight
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not w > 0:
+            raise ValueError(f"DC {self.text!r}: weight must be > 0 (math.inf for a hard constraint), got {w!r}")
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(p.column for p in self.predicates)
+
+    @property
+    def is_fd(self) -> bool:
+        """A functional dependency: equalities on the determinant, one inequality."""
+        ops = [p.op for p in self.predicates]
+        return ops.count("IQ") == 1 and all(o in ("EQ", "IQ") for o in ops)
+
+
+_FD = re.compile(r"^\s*([^>]+?)\s*->\s*(.+?)\s*$")
+_PRED = re.compile(r"^(EQ|IQ|LT|GT|LTE|GTE)\(t1\.(.+),t2\.(.+)\)$")
+
+
+def parse_constraint(text: str | DenialConstraint | tuple[Any, float], weight: float = math.inf) -> DenialConstraint:
+    """A DC from ``"A, B -> C"`` (a functional dependency) or Kamino's ``t1&t2&EQ(t1.A,t2.A)&IQ(t1.C,t2.C)``.
+
+    A ``(text, weight)`` pair sets the weight; a :class:`DenialConstraint` is returned as is.
+
+    Raises
+    ------
+    ValueError
+        For text in neither form.
+    """
+    if isinstance(text, DenialConstraint):
+        return text
+    if isinstance(text, tuple):
+        if len(text) != 2:
+            raise ValueError(f"a weighted DC is a (text, weight) pair, got {text!r}")
+        return parse_constraint(text[0], weight=text[1])
+    if not isinstance(text, str):
+        raise ValueError(f"a DC is a string, a (string, weight) pair or a DenialConstraint, got {text!r}")
+    s = text.strip()
+    if s.startswith("t1&t2&"):
+        preds = []
+        for part in s[len("t1&t2&"):].split("&"):
+            m = _PRED.match(part.strip())
+            if m is None or m.group(2) != m.group(3):
+                raise ValueError(f"DC {text!r}: cannot read predicate {part!r} (want OP(t1.A,t2.A))")
+            preds.append(Predicate(m.group(2), m.group(1)))
+        return DenialConstraint(tuple(preds), weight, text)
+    m = _FD.match(s)
+    if m is None:
+        raise ValueError(f"DC {text!r}: write 'A, B -> C' or Kamino's 't1&t2&EQ(t1.A,t2.A)&IQ(t1.C,t2.C)'")
+    lhs = [c.strip() for c in m.group(1).split(",") if c.strip()]
+    rhs = m.group(2).strip()
+    return DenialConstraint(tuple(Predicate(c, "EQ") for c in lhs) + (Predicate(rhs, "IQ"),), weight, text)
+
+
+def constraint_order(domain: Domain, dcs: Sequence[DenialConstraint], label: str | None = None,
+                     order: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The public attribute order: given, or from the DCs (Kamino's ``find_sequence_alg``), then the schema's.
+
+    Without ``order``: the functional dependencies by the smallest domain of
+    their determinant, each adding its determinant columns (smaller domains
+    first) then its dependent; then the columns of the other DCs (smaller
+    domains first); then the remaining columns in schema order, with
+    ``label`` (when given and not yet placed) last.
+    """
+    names = domain.names
+    if order is not None:
+        order = tuple(order)
+        unknown = [c for c in order if c not in names]
+        if unknown:
+            raise ValueError(f"Kamino: order names unknown column {unknown[0]!r}")
+        if sorted(order) != sorted(names):
+            raise ValueError("Kamino: order must list every column exactly once")
+        return order
+    seq: list[str] = []
+    fds = [dc for dc in dcs if dc.is_fd]
+    fds.sort(key=lambda dc: min(domain[p.column] for p in dc.predicates if p.op == "EQ"))
+    for dc in fds:
+        lhs = sorted((p.column for p in dc.predicates if p.op == "EQ"), key=lambda c: domain[c])
+        rhs = [p.column for p in dc.predicates if p.op == "IQ"]
+        seq += [c for c in lhs + rhs if c not in seq]
+    for dc in dcs:
+        if not dc.is_fd:
+            seq += [c for c in sorted(dc.columns, key=lambda c: domain[c]) if c not in seq]
+    rest = [c for c in names if c not in seq and c != label]
+    seq += rest
+    if label is not None and label not in seq:
+        seq.append(label)
+    return tuple(seq)
+
+
+def violations(codes: np.ndarray, domain: Domain, dc: DenialConstraint) -> int:
+    """Number of ordered pairs of distinct rows of ``codes`` that violate ``dc`` (on the codes).
+
+    Counted from the joint counts of the DC's columns, so it needs no pass
+    over pairs of rows (distinct rows with equal codes are counted as pairs).
+    """
+    idx = [domain.names.index(c) for c in dc.columns]
+    shape = tuple(domain[c] for c in dc.columns)
+    flat = np.ravel_multi_index(tuple(codes[:, i] for i in idx), shape)
+    counts = np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape).astype(float)
+    # for each cell x, the number of rows y with every predicate op(x_c, y_c): a contraction per column
+    cells = counts.copy()
+    for ax, p in enumerate(dc.predicates):
+        k = shape[ax]
+        m = OPS[p.op](np.arange(k)[:, None], np.arange(k)[None, :]).astype(float)   # m[x, y] = op(x, y)
+        cells = np.moveaxis(np.tensordot(m, cells, axes=([1], [ax])), 0, ax)
+    total = float((counts * cells).sum())
+    # a row paired with itself satisfies the DC only if every op is reflexive (EQ, LTE, GTE)
+    if all(p.op in ("EQ", "LTE", "GTE") for p in dc.predicates):
+        total -= float(counts.sum())
+    return int(round(total))
+
+
+class _DCState:
+    """Violation counts of one DC for candidate values of its last column, against the tuples generated so far."""
+
+    def __init__(self, dc: DenialConstraint, domain: Domain, order: Sequence[str]) -> None:
+        pos = {c: i for i, c in enumerate(order)}
+        cols = sorted(dc.columns, key=lambda c: pos[c])
+        self.dc, self.target = dc, cols[-1]
+        self.others = cols[:-1]
+        preds = {p.column: p.op for p in dc.predicates}
+        self.other_idx = [domain.names.index(c) for c in self.others]
+        self.other_shape = tuple(domain[c] for c in self.others)
+        ncells = int(np.prod(self.other_shape))
+        if ncells > MAX_DC_CELLS:
+            raise ValueError(f"Kamino: DC {dc.text!r}: its columns {self.others} have {ncells} cells "
+                             f"(at most {MAX_DC_CELLS})")
+        kb = domain[self.target]
+        self.kb = kb
+        self.counts = np.zeros((ncells, kb))
+        # masks of the other columns' predicates: t1 = the new tuple (x), t2 = a generated one (y), and the reverse
+        self.fwd = [OPS[preds[c]](np.arange(k)[:, None], np.arange(k)[None, :]) for c, k in
+                    zip(self.others, self.other_shape)]
+        opb = OPS[preds[self.target]]
+        self.b_fwd = opb(np.arange(kb)[:, None], np.arange(kb)[None, :]).astype(float)   # [v, b'] op(v, b')
+        self.b_rev = opb(np.arange(kb)[None, :], np.arange(kb)[:, None]).astype(float)   # [v, b'] op(b', v)
+
+    def _mask(self, x: np.ndarray, reverse: bool) -> np.ndarray:
+        out = np.ones(1, dtype=bool)
+        for m, xi in zip(self.fwd, x):
+            row = m[:, xi] if reverse else m[xi]
+            out = (out[:, None] & row[None, :]).ravel()
+        return out
+
+    def candidate_violations(self, x: np.ndarray) -> np.ndarray:
+        """Violations (both orders of each pair) for each value of the target, the others at ``x``."""
+        a = self._mask(x, False) @ self.counts
+        b = self._mask(x, True) @ self.counts
+        out: np.ndarray = self.b_fwd @ a + self.b_rev @ b
+        return out
+
+    def add(self, x: np.ndarray, v: int) -> None:
+        flat = int(np.ravel_multi_index(tuple(int(c) for c in x), self.other_shape)) if self.others else 0
+        self.counts[flat, v] += 1.0
+
+
+def context_features(codes: np.ndarray, ctx: Sequence[int], shape: Sequence[int]) -> Any:
+    """One-hot features of the context columns ``ctx`` plus a bias, scaled so that every row has L2 norm 1 (CSR)."""
+    from scipy import sparse
+
+    offs = np.concatenate([[1], 1 + np.cumsum([shape[c] for c in ctx])]).astype(np.int64)
+    n, m = codes.shape[0], len(ctx) + 1
+    idx = np.empty((n, m), dtype=np.int64)
+    idx[:, 0] = 0
+    for i, c in enumerate(ctx):
+        idx[:, i + 1] = offs[i] + codes[:, c]
+    return sparse.csr_matrix((np.full(idx.size, 1.0 / math.sqrt(m)), idx.ravel(), np.arange(0, idx.size + 1, m)),
+                             shape=(n, int(offs[-1])))
+
+
+def clipped_gradient_sum(x: Any, y: np.ndarray, w: np.ndarray, clip: float, xt: Any = None) -> np.ndarray:
+    """Sum over rows of the cross-entropy gradient of the softmax model ``x @ w``, each row's clipped to L2 norm ``clip``.
+
+    Row ``i``'s gradient is ``x_i (softmax(x_i w) - e_{y_i})^T``, whose
+    Frobenius norm is ``||x_i|| ||softmax - e_y||`` (rank one), so clipping
+    scales the residual; :func:`context_features` rows have norm 1.
+    """
+    s = _softmax(np.asarray(x @ w))
+    s[np.arange(s.shape[0]), y] -= 1.0
+    xn = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
+    norm = np.sqrt((s * s).sum(axis=1)) * xn
+    s *= np.minimum(1.0, clip / np.maximum(norm, 1e-12))[:, None]
+    out: np.ndarray = np.asarray((x.T if xt is None else xt) @ s)
+    return out
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    out: np.ndarray = e / e.sum(axis=1, keepdims=True)
+    return out
+
+
+class Kamino(Synthesizer):
+    """Kamino: noisy first-attribute histogram, DP-trained conditionals in a constraint-aware order, DC-aware sampling.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpstats.synth.base import DiscreteData, Domain
+    >>> x = np.random.default_rng(0).integers(0, 3, size=(400, 3))
+    >>> x[:, 2] = x[:, 0]
+    >>> res = Kamino(steps=5, constraints=["a -> c"]).synthesize(
+    ...     DiscreteData(x, Domain(("a", "b", "c"), (3, 3, 3))), 1.0, 1e-6, np.random.default_rng(1))
+    >>> res.data.n, len(res.ledger), res.details["order"], res.details["violations"]
+    (400, 11, ['a', 'c', 'b'], [0])
+    """
+
+    name = "kamino"
+    family = "other"
+    interpretation = "standard"
+    citation = ("Ge, Mohapatra, He, Ilyas (2021). Kamino: Constraint-aware differentially private data synthesis. "
+                "PVLDB 14(10), 1886-1899 (reference code cgebest/kamino).")
+    summary = ("attributes in a constraint-aware order: the first from a noisy histogram, each later one from a "
+               "softmax model of it given the earlier ones trained by noisy clipped gradient descent; tuples "
+               "sampled with candidate values down-weighted by their denial-constraint violations")
+    defaults = {
+        "hist_share": Param(0.1, "share of the budget for the first attribute's histogram; the reference's "
+                                 "syn_adult.py spends epsilon1 = 0.1 of epsilon = 1 on it"),
+        "clip": Param(1.0, "per-row gradient clip C (L2); the reference's l2_norm_clip = 1.0 (syn_adult.py)"),
+        "steps": Param(40, "noisy gradient steps per model (full batch). The reference runs 1600 DP-SGD "
+                           "iterations of batches of 23 rows (syn_adult.py, about one epoch of Adult); full-batch "
+                           "steps cost a whole Gaussian each, and 40 keeps Adult within the protocol's 60 s "
+                           "(benchmarks/bench_synth.py)"),
+        "learning_rate": Param(4.0, "step size on the mean gradient; ours: 2 / L for the mean cross-entropy of a "
+                                    "softmax on features of norm 1, whose smoothness L is at most 1/2 (gradient "
+                                    "descent then decreases the noiseless loss); 10 did better on Adult at "
+                                    "epsilon 1 but oscillated on Bank at epsilon 50 (docs/synth/kamino.md)"),
+        "constraints": Param((), "public denial constraints: 'A -> B' or Kamino's 't1&t2&EQ(t1.A,t2.A)&...' "
+                                 "strings (hard), (string, weight) pairs (soft) or DenialConstraint objects"),
+        "order": Param(None, "public attribute order; default: from the constraints (Kamino's "
+                             "find_sequence_alg), then schema order with the label last"),
+        "label": Param(None, "label column, placed last in the default order (Tao et al. 2021's ML efficacy "
+                             "target)"),
+    }
+    accountant = ZCDPAccountant
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        v = self.params["steps"]
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"Kamino: steps must be an integer >= 1, got {v!r}")
+        for key in ("clip", "learning_rate"):
+            v = self.params[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 and math.isfinite(v)):
+                raise ValueError(f"Kamino: {key} must be a finite number > 0, got {v!r}")
+        v = self.params["hist_share"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
+            raise ValueError(f"Kamino: hist_share must lie in (0, 1), got {v!r}")
+        cons = self.params["constraints"]
+        if isinstance(cons, (str, DenialConstraint)):
+            cons = [cons]
+        self.dcs: tuple[DenialConstraint, ...] = tuple(parse_constraint(c) for c in cons)
+
+    def _check(self, domain: Domain) -> None:
+        for dc in self.dcs:
+            for c in dc.columns:
+                if c not in domain:
+                    raise ValueError(f"Kamino: DC {dc.text!r} names unknown column {c!r}; "
+                                     f"columns: {', '.join(domain.names)}")
+        lab = self.params["label"]
+        if lab is not None and lab not in domain:
+            raise ValueError(f"Kamino: label {lab!r} is not a column")
+
+    def _synthesize(self, data: DiscreteData, accountant: Accountant, rng: np.random.Generator,
+                    n_rows: int) -> DiscreteData:
+        if not isinstance(accountant, ZCDPAccountant):
+            raise TypeError("Kamino accounts in zCDP: give a ZCDPAccountant")
+        dom = data.domain
+        self._check(dom)
+        order = constraint_order(dom, self.dcs, self.params["label"], self.params["order"])
+        col = [dom.names.index(c) for c in order]
+        d = len(order)
+        rho = accountant.remaining
+        share = float(self.params["hist_share"]) if d > 1 else 1.0
+        clip, T, lr = float(self.params["clip"]), int(self.params["steps"]), float(self.params["learning_rate"])
+        # 1. the first attribute: a noisy histogram
+        sigma_h = math.sqrt(2.0) / math.sqrt(2.0 * share * rho)
+        first = accountant.gaussian(
+            f"kamino:hist:{order[0]}", data.marginal([order[0]]), sensitivity=math.sqrt(2.0), sigma=sigma_h,
+            rng=rng, note="counts of the first attribute, replace-one L2 sensitivity sqrt(2)")
+        p0 = np.clip(np.asarray(first, float), 0.0, None)
+        p0 = p0 / p0.sum() if p0.sum() > 0 else np.full(p0.size, 1.0 / p0.size)
+        # 2. one softmax model per later attribute, noisy full-batch gradient descent
+        models: list[np.ndarray] = []
+        sigma = 0.0
+        if d > 1:
+            rho_step = accountant.remaining / ((d - 1) * T)
+            sigma = 2.0 * clip / math.sqrt(2.0 * rho_step)
+            for j in range(1, d):
+                models.append(self._train(data, col[:j], col[j], T, clip, lr, sigma, accountant, rng,
+                                          last=j == d - 1, name=order[j]))
+        # 3. sampling (post-processing)
+        out = np.zeros((n_rows, d), dtype=np.int64)
+        if n_rows:
+            out[:, col[0]] = rng.choice(p0.size, size=n_rows, p=p0)
+        states = [_DCState(dc, dom, order) for dc in self.dcs]
+        fallbacks = 0
+        for j in range(1, d):
+            probs = _softmax(np.asarray(context_features(out, col[:j], dom.shape) @ models[j - 1]))
+            here = [s for s in states if s.target == order[j]]
+            if not here:
+                c = np.cumsum(probs, axis=1)
+                u = rng.random(n_rows)[:, None] * c[:, -1:]
+                out[:, col[j]] = np.minimum((u > c).sum(axis=1), probs.shape[1] - 1)
+                continue
+            fallbacks += self._sample_constrained(out, probs, col[j], here, dom, rng)
+        self.details = {
+            "order": list(order), "hist_sigma": sigma_h, "step_sigma": sigma, "steps": T,
+            "constraint_fallbacks": fallbacks,
+            "violations": [violations(out, dom, dc) for dc in self.dcs],
+        }
+        return data.with_codes(out)
+
+    def _train(self, data: DiscreteData, ctx: Sequence[int], target: int, T: int, clip: float, lr: float,
+               sigma: float, accountant: Accountant, rng: np.random.Generator, *, last: bool,
+               name: str) -> np.ndarray:
+        """Softmax regression of ``target`` on the one-hot context (scaled to norm 1), ``T`` noisy clipped steps."""
+        shape = data.domain.shape
+        n, k = data.n, shape[target]
+        x = context_features(data.codes, ctx, shape)
+        xt = x.T.tocsr()
+        y = data.codes[:, target]
+        w = np.zeros((x.shape[1], k))
+        for t in range(T):
+            g = clipped_gradient_sum(x, y, w, clip, xt)
+            sig = sigma
+            if last and t == T - 1:                    # the last step takes exactly what is left
+                sig = 2.0 * clip / math.sqrt(2.0 * accountant.remaining)
+            noisy = accountant.gaussian(
+                f"kamino:step:{name}", g, sensitivity=2.0 * clip, sigma=sig, rng=rng,
+                note="sum of per-row gradients clipped to L2 norm C, replace-one sensitivity 2C")
+            w -= lr * np.asarray(noisy) / n
+        return w
+
+    def _sample_constrained(self, out: np.ndarray, probs: np.ndarray, target: int, states: list[_DCState],
+                            dom: Domain, rng: np.random.Generator) -> int:
+        """Sample column ``target`` row by row, weights ``p(v) exp(-sum w * violations)``; returns the fallbacks."""
+        fallbacks = 0
+        u = rng.random(out.shape[0])
+        for i in range(out.shape[0]):
+            logw = np.log(np.maximum(probs[i], 1e-300))
+            hard = np.zeros(probs.shape[1])
+            xs = []
+            for s in states:
+                x = out[i, s.other_idx]
+                xs.append(x)
+                v = s.candidate_violations(x)
+                if math.isinf(s.dc.weight):
+                    hard += v
+                else:
+                    logw -= s.dc.weight * v
+            ok = hard == hard.min()
+            if hard.min() > 0:
+                fallbacks += 1
+            logw = np.where(ok, logw, -np.inf)
+            pw = np.exp(logw - logw.max())
+            c = np.cumsum(pw)
+            val = int(min(np.searchsorted(c, u[i] * c[-1], side="right"), c.size - 1))
+            out[i, target] = val
+            for s, x in zip(states, xs):
+                s.add(x, val)
+        return fallbacks
