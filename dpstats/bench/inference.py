@@ -10,11 +10,17 @@ vector for ``linreg``, the mean vector for ``mean``). A trial with seed ``s``
    instance whose study clusters its standard errors (``se =
    cluster:<column>``), as many whole clusters as the instance has (each
    drawn copy of a cluster is a cluster of its own, so the draw's ``n``
-   varies). The draw uses its own stream, ``default_rng([RESAMPLE_KEY, s])``,
+   varies). Fixed effects nested in the clusters (``nested_columns``, ``sce``)
+   are given per drawn copy, as in the cluster bootstrap with fixed effects:
+   a cluster drawn twice has two sets of fixed-effect levels, an undrawn one
+   none, and the terms' dummy columns are rebuilt for the draw (one
+   reference level dropped where the population's term has one), so the
+   design stays full rank and the coefficient of interest keeps its
+   meaning. The draw uses its own stream, ``default_rng([RESAMPLE_KEY, s])``,
    so every algorithm and every ε sees the same draws at seed ``s``. A draw
-   whose design lost full column rank (e.g. a fixed-effect dummy none of
-   whose rows was drawn) is replaced by the stream's next draw, up to
-   :data:`MAX_REDRAWS` times;
+   whose design lost full column rank (e.g. a fixed-effect dummy, not nested
+   in the clusters, none of whose rows was drawn) is replaced by the
+   stream's next draw, up to :data:`MAX_REDRAWS` times;
 2. runs the algorithm on the draw, seeded as a point trial
    (``default_rng(s)``) and with its interval hyperparameters (the class's
    ``interval_params``, the budget split between estimate and uncertainty that
@@ -44,10 +50,12 @@ released by the method does. A release without a standard error (a method
 that gives no intervals), an error, a timeout or a memory failure counts as
 *not* covering, with an infinite width ratio; a release without an interval
 is stored with status ``error`` and the message ``no interval: ...``. A
-trial whose draw could not be made (no full-rank resample, e.g. fixed effects
-nested in the clusters that are resampled) is stored with status ``error``
-and the message ``resample failed: ...`` and left out of the summaries: it
-says something about the design, not about the method.
+trial whose draw could not be made (no full-rank resample in
+:data:`MAX_REDRAWS` draws, e.g. a dummy of a rare level found in one cluster;
+fixed effects nested in the clusters of a ``linreg`` instance, whose target
+includes them) is stored with status ``error`` and the message ``resample
+failed: ...`` and left out of the summaries: it says something about the
+design, not about the method.
 
 The summaries (:func:`coverage_table`) weight studies equally, as the
 point benchmark does (:mod:`dpstats.bench.evaluation`): a trial of instance
@@ -164,18 +172,181 @@ def _draw_rows(instance: Any, rng: np.random.Generator) -> tuple[np.ndarray | No
 
     For a cluster draw whose design would have an all-zero column (a
     fixed-effect dummy of clusters none of which was drawn) the indices are
-    None: the draw is rejected before any row is copied.
+    None: the draw is rejected before any row is copied. The columns of
+    fixed effects nested in the clusters are not checked: :func:`resample`
+    rebuilds them for every drawn copy (:func:`_nested_design`).
     """
     n = int(instance.X.shape[0])
     if instance.clusters is None or not str(instance.spec.se).startswith("cluster:"):
         return rng.integers(0, n, size=n), None
     members, nz = _cluster_index(instance)
     picks = rng.integers(0, len(members), size=len(members))
+    if instance.nested_columns:  # the nested dummies are rebuilt per drawn copy: only the other columns can vanish
+        nz = nz[:, np.setdiff1d(np.arange(nz.shape[1]), instance.nested_columns)]
     if instance.task != "mean" and not nz[picks].any(axis=0).all():
         return None, None
     idx = np.concatenate([members[g] for g in picks])
     new = np.repeat(np.arange(len(picks)), [len(members[g]) for g in picks])
     return idx, new
+
+
+@dataclass(frozen=True, eq=False)
+class _NestedTerm:
+    """A categorical term whose levels are nested in the clusters, as the population's design codes it."""
+
+    name: str  #: the term, e.g. ``"C(state)"`` (the column names are ``<name>[T.<level>]`` or ``<name>[<level>]``)
+    columns: tuple[int, ...]  #: its design columns in the population
+    codes: np.ndarray  #: per population row: 0 = no dummy column (the reference level), k = ``columns[k - 1]``
+    reduced: bool  #: one level has no column (an intercept or an earlier term absorbs it)
+    variable: str | None  #: the frame column the term is of (None when it is not a single frame column)
+
+
+def _term_name(column: str) -> str:
+    """``"C(state)[T.AL]"`` -> ``"C(state)"``: the name up to the first ``[`` outside parentheses."""
+    depth = 0
+    for i, ch in enumerate(column):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "[" and depth == 0 and i > 0 and column.endswith("]"):
+            return column[:i]
+    return column
+
+
+_NESTED: dict[str, tuple[Any, list[_NestedTerm]]] = {}
+
+
+def _nested_terms(instance: Any) -> list[_NestedTerm]:
+    """The terms of ``instance.nested_columns``, grouped by term name (cached per instance object)."""
+    hit = _NESTED.get(instance.id)
+    if hit is not None and hit[0] is instance:
+        return hit[1]
+    from dpstats.data.instance import factor_variables
+
+    names = instance.facts.columns
+    groups: dict[str, list[int]] = {}
+    for j in instance.nested_columns:
+        groups.setdefault(_term_name(names[j]), []).append(int(j))
+    X = np.asarray(instance.X)
+    terms = []
+    for name, cols in groups.items():
+        sub = X[:, cols]
+        if not np.all((sub == 0) | (sub == 1)) or np.any(sub.sum(axis=1) > 1):
+            raise ResampleError(f"instance {instance.id!r}: the columns of {name!r} are not a dummy coding")
+        codes = np.where(sub.any(axis=1), 1 + np.argmax(sub, axis=1), 0)
+        var = factor_variables(name, instance.frame.columns) if instance.frame is not None else set()
+        terms.append(_NestedTerm(name, tuple(cols), codes, bool(np.any(codes == 0)),
+                                 next(iter(var)) if len(var) == 1 else None))
+    _NESTED[instance.id] = (instance, terms)
+    return terms
+
+
+@dataclass(frozen=True, eq=False)
+class _NestedDraw:
+    """A draw's design with the nested fixed effects rebuilt per drawn copy of a cluster."""
+
+    X: np.ndarray
+    columns: tuple[str, ...]
+    nested: tuple[int, ...]
+    new_columns: frozenset[str]
+    levels: dict[str, np.ndarray]  #: frame variable -> the draw's level of each row
+
+
+def _nested_design(instance: Any, idx: np.ndarray, copies: np.ndarray) -> _NestedDraw:
+    """The design of a cluster draw whose nested fixed-effect terms get their own levels in each drawn copy.
+
+    A level of a nested term lies in one cluster; in the draw, each drawn
+    copy of that cluster gets its own level (``(copy, level)``), so a
+    cluster drawn twice has two fixed effects and an undrawn one none, as in
+    the cluster bootstrap with fixed effects. The term is coded as the
+    instance builder (patsy) codes it: levels in order (copy, then the
+    population's level), the first without a column when the population's
+    term has a reference level (an intercept or an earlier term absorbs
+    it), every level with a column otherwise. The term's columns take the
+    place of its population columns; the level of row ``i`` is the integer
+    ``v`` of its column ``<term>[T.v]`` (``<term>[v]`` without a reference;
+    ``v = 0`` is the reference), so that the frame can carry the same
+    levels.
+    """
+    terms = _nested_terms(instance)
+    X0 = np.asarray(instance.X)
+    names = instance.facts.columns
+    first = {t.columns[0]: t for t in terms}
+    skip = {j for t in terms for j in t.columns}
+    blocks: list[np.ndarray] = []
+    out_names: list[str] = []
+    nested: list[int] = []
+    levels: dict[str, np.ndarray] = {}
+    keep: list[int] = []  # a run of kept population columns, copied in one go
+
+    def flush() -> None:
+        if keep:
+            blocks.append(X0[np.ix_(idx, keep)] if len(keep) > 1 else X0[idx, keep[0]][:, None])
+            out_names.extend(names[j] for j in keep)
+            keep.clear()
+
+    m = len(idx)
+    for j in range(X0.shape[1]):
+        if j in first:
+            flush()
+            t = first[j]
+            key = copies.astype(np.int64) * (len(t.columns) + 1) + t.codes[idx]
+            uniq, inv = np.unique(key, return_inverse=True)
+            inv = inv.reshape(-1)
+            off = 1 if t.reduced else 0
+            D = np.zeros((m, len(uniq) - off))
+            rows = np.flatnonzero(inv >= off)
+            D[rows, inv[rows] - off] = 1.0
+            nested.extend(range(len(out_names), len(out_names) + D.shape[1]))
+            fmt = "{}[T.{}]" if t.reduced else "{}[{}]"
+            out_names.extend(fmt.format(t.name, v) for v in range(off, len(uniq)))
+            blocks.append(D)
+            if t.variable is not None:
+                levels[t.variable] = inv
+        elif j not in skip:
+            keep.append(j)
+    flush()
+    new = frozenset(out_names[k] for k in nested)
+    return _NestedDraw(np.hstack(blocks), tuple(out_names), tuple(nested), new, levels)
+
+
+def _check_nested(instance: Any) -> None:
+    """Refuse nested fixed effects whose per-copy rebuild would change the target."""
+    if instance.task != "sce":
+        raise ResampleError(f"instance {instance.id!r}: fixed effects nested in the clusters of a {instance.task!r} "
+                            "instance; its target includes them, and a cluster draw gives each drawn copy its own")
+    if instance.facts.coef_index in set(instance.nested_columns):
+        raise ResampleError(f"instance {instance.id!r}: the coefficient of interest is a fixed effect nested in the "
+                            "clusters")
+    _nested_terms(instance)
+
+
+
+def _nested_instance(instance: Any, draw: _NestedDraw, idx: np.ndarray, copies: np.ndarray, **fields: Any) -> Any:
+    """The draw as an :class:`~dpstats.data.instance.Instance`: the rebuilt design with its facts and frame."""
+    f = instance.facts
+    old = set(f.columns)
+    bound = not f.weighted  # a weighted instance has no public bounds (the builder's rule)
+    bounds = {c: (0.0, 1.0) if c in draw.new_columns else f.bounds[c] for c in draw.columns
+              if (c in draw.new_columns and bound) or (c not in draw.new_columns and c in f.bounds)}
+    bounds.update({k: v for k, v in f.bounds.items() if k not in old})  # the outcome's
+    dummies = set(f.dummies) | draw.new_columns
+    coef_index = None
+    if f.coefficient is not None and f.coef_index is not None:
+        coef_index = draw.columns.index(f.coefficient)
+    facts = replace(f, n=int(len(idx)), d=len(draw.columns), columns=draw.columns, coef_index=coef_index,
+                    bounds=bounds, dummies=tuple(c for c in draw.columns if c in dummies))
+    frame = instance.frame
+    if frame is not None:
+        frame = frame.iloc[idx].reset_index(drop=True)
+        for var, lv in draw.levels.items():
+            frame[var] = lv
+        col = str(instance.spec.se).split(":", 1)[1]
+        if col in frame.columns:  # each drawn copy is a cluster of its own in the frame too
+            frame[col] = copies
+    return replace(instance, facts=facts, X=draw.X, frame=frame, nested_columns=draw.nested, **fields)
+
 
 
 def resample(instance: Any, seed: int) -> Any:
@@ -186,24 +357,47 @@ def resample(instance: Any, seed: int) -> Any:
     seed])``; a draw whose (weighted) design is rank-deficient is replaced by
     the stream's next draw.
 
+    When fixed effects are nested in the clusters (``nested_columns`` of an
+    ``sce`` instance with ``cluster:`` standard errors), each drawn copy of a
+    cluster also gets fixed-effect levels of its own: the nested terms'
+    dummy columns are rebuilt per copy, so the
+    design stays full rank and the coefficient of interest keeps its
+    meaning. The draw's facts follow (``d``, ``columns``, ``coef_index``,
+    ``dummies``, bounds ``[0, 1]`` for the new dummies unless weighted), as
+    do ``nested_columns`` and the frame (the terms' variables and the cluster
+    column hold the draw's levels and copies). Other instances are drawn as
+    before, bit for bit.
+
     Raises
     ------
     ResampleError
-        No full-rank draw in :data:`MAX_REDRAWS` tries.
+        No full-rank draw in :data:`MAX_REDRAWS` tries; or nested fixed
+        effects that cannot be rebuilt per copy (a ``linreg`` instance, whose
+        target includes the fixed effects; a coefficient of interest among
+        them).
     """
+    nested = bool(instance.nested_columns) and instance.task != "mean" and str(instance.spec.se).startswith("cluster:")
+    if nested:
+        _check_nested(instance)
     rng = np.random.default_rng([RESAMPLE_KEY, int(seed)])
     for _ in range(MAX_REDRAWS):
         idx, clusters = _draw_rows(instance, rng)
         if idx is None:
             continue
         w = None if instance.weights is None else np.asarray(instance.weights)[idx]
-        X = np.asarray(instance.X)[idx]
+        if nested:
+            nd = _nested_design(instance, idx, clusters)
+            X = nd.X
+        else:
+            X = np.asarray(instance.X)[idx]
         if instance.task == "mean" or _full_rank(X, w):
             break
     else:
         raise ResampleError(f"instance {instance.id!r}: no resample with a full-rank design in {MAX_REDRAWS} "
                             f"draws (seed {seed})")
     y = None if instance.y is None else np.asarray(instance.y)[idx]
+    if nested:
+        return _nested_instance(instance, nd, idx, clusters, y=y, weights=w, clusters=clusters)
     if clusters is None and instance.clusters is not None:
         clusters = np.asarray(instance.clusters)[idx]
     frame = instance.frame.iloc[idx].reset_index(drop=True) if instance.frame is not None else instance.frame
