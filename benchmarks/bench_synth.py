@@ -51,7 +51,8 @@ print(json.dumps({"mechanism": name, "dataset": dataset, "rows": len(df), "colum
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="adult")
-    ap.add_argument("--mechanism", nargs="+", default=["mst", "aim", "mwem_pgm", "privbayes", "fem", "rap", "ron_gauss",
+    ap.add_argument("--mechanism", nargs="+", default=["mst", "aim", "mwem_pgm", "privbayes", "fem", "rap", "kamino",
+                                                         "ron_gauss",
                                                          "dpgan", "dpctgan", "pategan", "patectgan"])
     ap.add_argument("--metrics", action="store_true",
                     help="also the paper's metrics of each synthetic table (computed after the timing)")
