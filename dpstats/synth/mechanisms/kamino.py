@@ -267,16 +267,18 @@ def context_features(codes: np.ndarray, ctx: Sequence[int], shape: Sequence[int]
                              shape=(n, int(offs[-1])))
 
 
-def clipped_gradient_sum(x: Any, y: np.ndarray, w: np.ndarray, clip: float, xt: Any = None) -> np.ndarray:
+def clipped_gradient_sum(x: Any, y: np.ndarray, w: np.ndarray, clip: float, xt: Any = None,
+                         row_norms: np.ndarray | None = None) -> np.ndarray:
     """Sum over rows of the cross-entropy gradient of the softmax model ``x @ w``, each row's clipped to L2 norm ``clip``.
 
     Row ``i``'s gradient is ``x_i (softmax(x_i w) - e_{y_i})^T``, whose
     Frobenius norm is ``||x_i|| ||softmax - e_y||`` (rank one), so clipping
     scales the residual; :func:`context_features` rows have norm 1.
+    ``xt`` (``x.T`` as CSR) and ``row_norms`` may be passed precomputed.
     """
     s = _softmax(np.asarray(x @ w))
     s[np.arange(s.shape[0]), y] -= 1.0
-    xn = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
+    xn = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel()) if row_norms is None else row_norms
     norm = np.sqrt((s * s).sum(axis=1)) * xn
     s *= np.minimum(1.0, clip / np.maximum(norm, 1e-12))[:, None]
     out: np.ndarray = np.asarray((x.T if xt is None else xt) @ s)
@@ -421,8 +423,9 @@ class Kamino(Synthesizer):
         xt = x.T.tocsr()
         y = data.codes[:, target]
         w = np.zeros((x.shape[1], k))
+        xn = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
         for t in range(T):
-            g = clipped_gradient_sum(x, y, w, clip, xt)
+            g = clipped_gradient_sum(x, y, w, clip, xt, xn)
             sig = sigma
             if last and t == T - 1:                    # the last step takes exactly what is left
                 sig = 2.0 * clip / math.sqrt(2.0 * accountant.remaining)
