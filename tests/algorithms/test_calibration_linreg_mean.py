@@ -897,6 +897,14 @@ def box_replay(X, center, half, noise):
     return est
 
 
+def whiten_guard_replay(est, facts, out):
+    """adaptive_whiten page, point guard: clamp to the released box, the prior centre where ``guard`` fired."""
+    center, half = np.asarray(out.details["center"]), np.asarray(out.details["half"])
+    lo, hi = mu_mod.prior_box(facts)
+    est = np.where(half > 0, np.clip(est, center - half, center + half), est)
+    return np.where(np.asarray(out.details["guard"]), (lo + hi) / 2.0, est)
+
+
 def adaptive_ranges_expected(facts, r_share, rho):
     find = [c not in facts.bounds for c in facts.columns]
     du = sum(find)
@@ -944,7 +952,7 @@ def test_adaptive_whiten_scales(iid, eps, seed, path, spies):
         check_ledger(out, [e * e / 8 for e in em_eps] + [rho - spent], rho)
         (e,) = noise_values(seed, rng)
         est = box_replay(data.X, np.asarray(out.details["center"]), np.asarray(out.details["half"]), e)
-        assert np.allclose(out.estimate, est, rtol=1e-9, atol=0)
+        assert np.allclose(out.estimate, whiten_guard_replay(est, facts, out), rtol=1e-9, atol=0)
         return
     em_eps, spent = adaptive_ranges_expected(facts, r_share, rho)
     eps_b = math.sqrt(8 * 0.05 * rho / 2)  # two radius draws share radius_share
@@ -964,7 +972,8 @@ def test_adaptive_whiten_scales(iid, eps, seed, path, spies):
     center, half = np.asarray(out.details["center"]), np.asarray(out.details["half"])
     e_m, e = noise_values(seed, rng)
     if path == "box chosen":
-        assert np.allclose(out.estimate, box_replay(data.X, center, half, e), rtol=1e-9, atol=0)
+        assert np.allclose(out.estimate, whiten_guard_replay(box_replay(data.X, center, half, e), facts, out),
+                           rtol=1e-9, atol=0)
         return
     # ball: rows shrunk into ||z|| <= C for the second moment, projected onto B(W m_z, R) in u for the mean
     Z = np.clip((data.X - center) / half, -1.0, 1.0)
@@ -981,7 +990,8 @@ def test_adaptive_whiten_scales(iid, eps, seed, path, spies):
     U, cu, R = Z @ W.T, W @ mz, out.details["radius"]
     du = np.linalg.norm(U - cu, axis=1)
     u_est = (cu + (U - cu) * np.minimum(1.0, R / np.maximum(du, 1e-300))[:, None]).mean(axis=0) + e
-    assert np.allclose(out.estimate, center + half * ((V * np.sqrt(lam)) @ u_est), rtol=1e-7, atol=0)
+    assert np.allclose(out.estimate, whiten_guard_replay(center + half * ((V * np.sqrt(lam)) @ u_est), facts, out),
+                       rtol=1e-7, atol=0)
 
 
 # --------------------------------------------------------------------------

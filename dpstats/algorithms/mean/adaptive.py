@@ -45,7 +45,7 @@ from dpstats.algorithms.mean._utils import (
 from dpstats.privacy.accounting import ZCDPAccountant
 from dpstats.privacy.mechanisms import range_grid
 
-__all__ = ["AdaptiveClip", "AdaptiveWhiten", "private_column_ranges", "widen_factor", "tail_count"]
+__all__ = ["AdaptiveClip", "AdaptiveWhiten", "private_column_ranges", "widen_factor", "tail_count", "point_guard"]
 
 
 def tail_count(grid_size: int, epsilon: float, beta: float, n: int) -> float:
@@ -173,6 +173,59 @@ def range_failed(m2: np.ndarray, sig: float, limit: float = 0.35) -> np.ndarray:
     return np.asarray(m2, dtype=float) > limit + 3.0 * sig
 
 
+def point_guard(out, center: np.ndarray, half: np.ndarray, find: np.ndarray, prior: np.ndarray,
+                hopeless: bool, noise_z: np.ndarray | None = None):
+    """The point guard of ``adaptive_whiten`` (post-processing of released values and public facts only).
+
+    1. **Clamp.** Each coordinate of the release is clamped to its released
+       box ``center +- half``. The clipped mean lies in the box, so the clamp
+       never moves the release away from it (in any coordinate), and the
+       interval around the clamped value covers the clipped mean whenever the
+       unclamped one did.
+    2. **Edge.** A privately ranged column whose release sits, after
+       clamping, at the end of its box that faces the prior centre (``z`` at
+       that end within ``noise_z``: two standard deviations of the final
+       noise in ``z`` units, capped at 0.5, when given), while the box lies
+       wholly on one side of the prior centre and is narrower than its
+       distance to it (``|center - prior| > 2 half``): the rows were clipped
+       to that end of a range drawn far beyond where they are, between the
+       box and the prior centre or past it. Its release is the prior centre
+       (the centre of its public prior, 0 without bounds), a public value.
+       At the other end (rows beyond the box, away from the prior centre)
+       the clamped end is already the nearest released value.
+    3. **Hopeless.** When ``hopeless`` (a public rule on ``n`` and the
+       per-draw range budget: the range draws cannot beat chance), every
+       privately ranged column is released as its prior centre.
+
+    Returns
+    -------
+    out : Release
+        With the guarded estimate, the details ``guard`` (which columns were
+        replaced: a function of released values and public facts), and, when
+        the release carries a standard error, an infinite one for every
+        replaced column (the release says nothing about those columns).
+    """
+    est = np.asarray(out.estimate, dtype=float).copy()
+    live = half > 0
+    z = np.zeros_like(est)
+    z[live] = np.clip((est[live] - center[live]) / half[live], -1.0, 1.0)
+    est[live] = center[live] + half[live] * z[live]
+    fired = np.zeros(est.size, bool)
+    if hopeless:
+        fired = find.copy()
+    else:
+        margin = np.zeros(est.size) if noise_z is None else np.minimum(np.asarray(noise_z, float), 0.5)
+        far = np.abs(center - prior) > 2.0 * half
+        toward = -np.sign(center - prior) * z  # +1: pinned at the end that faces the prior centre
+        fired = find & live & far & (toward >= 1.0 - margin)
+    est = np.where(fired, prior, est)
+    details = {**out.details, "guard": fired.copy()}
+    se = out.std_error
+    if se is not None:
+        se = np.where(fired, np.inf, se)
+    return replace(out, estimate=est, details=details, std_error=se)
+
+
 def clipping_excess(X: np.ndarray, center: np.ndarray, half: np.ndarray, stretch: float, acc, fraction: float,
                     rng: np.random.Generator) -> tuple[np.ndarray, float]:
     """Private mean of what clipping to ``center +- half`` removes, within a box ``stretch`` times wider.
@@ -199,7 +252,7 @@ def clipping_excess(X: np.ndarray, center: np.ndarray, half: np.ndarray, stretch
 
 
 def _box_release(algo, X, center, half, acc, rng, *, se_share=0.0, find=None, kstar=0.5, var_z=None, stretch=3.0,
-                 second=None, second_sig=0.0, **details):
+                 second=None, second_sig=0.0, noise_out=None, **details):
     """Gaussian mean of the rows clipped to the box ``center +- half`` with the remaining budget.
 
     Degenerate columns (``half == 0``: a public constant, or a private range
@@ -212,7 +265,8 @@ def _box_release(algo, X, center, half, acc, rng, *, se_share=0.0, find=None, ks
     for a standard error (:func:`_interval_parts`); a degenerate column's
     standard error is then infinite (it could not be localised). A private
     ``var_z`` already released (the whitened path's second moment) is used
-    instead, at no cost.
+    instead, at no cost. ``noise_out`` (a dict), when given, receives the
+    final noise standard deviation in ``z`` units under ``"sigma"``.
     """
     n, d = X.shape
     live = half > 0
@@ -242,6 +296,8 @@ def _box_release(algo, X, center, half, acc, rng, *, se_share=0.0, find=None, ks
     noisy = acc.gaussian("clipped mean (box)", clipped_mean(Z, -ones, ones), sensitivity=sens, sigma=sigma, rng=rng,
                          note="box [-1,1]^d after scaling: sensitivity 2 sqrt(d)/n")
     est[live] = center[live] + half[live] * noisy
+    if noise_out is not None:
+        noise_out["sigma"] = sigma
     out = algo.release(est, acc, center=center, half=half, final="box", **details)
     if not want:
         return out
@@ -356,6 +412,11 @@ class AdaptiveWhiten(Algorithm):
                                "paths (0: point release only; the whitened path's standard error is free); the "
                                "API's intervals use interval_params"),
         "stretch": Param(3.0, "ours: the clipping excess is measured inside a box this many times wider"),
+        "guard": Param(True, "ours: point guard (post-processing, free): clamp to the released box, and release the "
+                             "prior centre for a column pinned at the end of a far range that faces it, or for every "
+                             "privately ranged column when n eps_0 < guard_min (point_guard)"),
+        "guard_min": Param(16.0, "ours: below n eps_0 = 16 (eps_0 the budget of one range draw) the range draws land "
+                                 "at random on the prior grid (the 48 states at eps <= 3); tuned over {0, 8, 16, 24}"),
     }
     #: the method gives a standard error and an interval with these hyperparameters (the API's default)
     intervals = True
@@ -369,6 +430,9 @@ class AdaptiveWhiten(Algorithm):
                 "of `radius of u` with the `second moment of (z, 1)` (box chosen)",
         "radius": "paid statistic: `radius of u` (widened, post-processing)",
         "eigenvalues": "paid statistic: floored eigenvalues of the `second moment of (z, 1)`",
+        "guard": "paid statistic: which columns the point guard replaced by their prior centre, from the released "
+                 "`clipped mean (box)` or `clipped mean (whitened ball)`, the box (`median, column`, `lower scale, "
+                 "column`, `upper scale, column`) and public facts (n, the budget, the bounds)",
     }
 
     def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
@@ -387,16 +451,27 @@ class AdaptiveWhiten(Algorithm):
         mu_f = math.sqrt(2.0 * (1.0 - r_share - c_share - b_share) * rho)
         kstar = max(float(p["kappa"]) / mu_f, 0.5)
         a, b = lo, hi
+        hopeless = False
         if find.any():
             eps0 = acc.em_epsilon(r_share * rho / (3 * int(find.sum())), bound="bounded_range")
+            hopeless = n * eps0 < float(p["guard_min"])  # public: n, the budget and the bounds
             a, b = private_column_ranges(
                 X, lo, hi, find, eps0, kstar, beta, acc, rng, int(p["per_octave"]), int(p["scale_per_octave"])
             )
         center, half = (a + b) / 2.0, (b - a) / 2.0
+        prior = (lo + hi) / 2.0
+        noise: dict = {}
+
+        def guarded(out, noise_z=None):
+            if not p["guard"]:
+                return out
+            return point_guard(out, center, half, find, prior, hopeless,
+                               2.0 * noise.get("sigma", 0.0) if noise_z is None else noise_z)
+
         if boxed or np.any(half <= 0):
             why = "low signal" if low else ("d = 1" if d == 1 else ("all bounded" if not find.any() else "constant column"))
-            return _box_release(self, X, center, half, acc, rng, se_share=float(p["se_share"]), find=find,
-                                kstar=kstar, stretch=float(p["stretch"]), path=why)
+            return guarded(_box_release(self, X, center, half, acc, rng, se_share=float(p["se_share"]), find=find,
+                                        kstar=kstar, stretch=float(p["stretch"]), noise_out=noise, path=why))
         Z = np.clip((X - center) / half, -1.0, 1.0)
         # 3. radius of z for the covariance step (public grid on [0, sqrt(d)])
         eps_b = acc.em_epsilon(b_share * rho / 2.0, bound="bounded_range")
@@ -435,9 +510,10 @@ class AdaptiveWhiten(Algorithm):
         var_z = n / max(n - 1, 1) * np.maximum(np.diag(S), 0.0) + sig_m
         want_se = float(p["se_share"]) > 0
         if e_box <= e_ball:
-            return _box_release(self, X, center, half, acc, rng, se_share=float(p["se_share"]), find=find,
-                                kstar=kstar, var_z=var_z, stretch=float(p["stretch"]), second=np.diag(M)[:d],
-                                second_sig=sig_m, path="box chosen", radius=R, eigenvalues=lam)
+            return guarded(_box_release(self, X, center, half, acc, rng, se_share=float(p["se_share"]), find=find,
+                                        kstar=kstar, var_z=var_z, stretch=float(p["stretch"]), second=np.diag(M)[:d],
+                                        second_sig=sig_m, noise_out=noise, path="box chosen", radius=R,
+                                        eigenvalues=lam))
         excess = None
         if want_se:
             ex, sig_x = clipping_excess(X, center, half, float(p["stretch"]), acc,
@@ -450,9 +526,10 @@ class AdaptiveWhiten(Algorithm):
         out = self.release(
             center + half * (Winv @ u_est), acc, center=center, half=half, final="ball", radius=R, eigenvalues=lam
         )
+        noise_z = 2.0 * sigma * np.sqrt(np.sum(Winv * Winv, axis=1))  # two sd of the final noise per column, in z
         if not want_se:
-            return out
+            return guarded(out, noise_z)
         # noise N(0, sigma^2 I) in u is Winv N(0, sigma^2 I) in z
         se, bias = _interval_parts(n, var_z, sigma**2 * np.sum(Winv * Winv, axis=1), half, find, kstar, excess,
                                    range_failed(np.diag(M)[:d], sig_m))
-        return replace(out, std_error=se, df=float(max(n - 1, 1)), bias_bound=bias)
+        return guarded(replace(out, std_error=se, df=float(max(n - 1, 1)), bias_bound=bias), noise_z)
