@@ -516,3 +516,103 @@ def test_bhs_test_passes_with_the_laplace_probabilities(monkeypatch):
         x = T - z
         p = 1 - 0.5 * math.exp(-x / b) if x >= 0 else 0.5 * math.exp(x / b)
         assert abs(passed - p) < 4 * math.sqrt(p * (1 - p) / 2000) + 1e-12, (z, passed, p)
+
+
+# --------------------------------------------------------------------------
+# adaptive_whiten's point guard (post-processing: docs/algorithms/mean/adaptive_whiten.md)
+# --------------------------------------------------------------------------
+
+
+def _corpus_runs(public_corpus, iid, eps, seeds, **params):
+    from dpstats.bench.metrics import ratio
+    from dpstats.ols.baseline import compute_baseline
+
+    inst = public_corpus.instance(iid)
+    base = compute_baseline(inst)
+    outs = [run("adaptive_whiten", inst.task_data().X, inst.facts, eps, s, **params) for s in seeds]
+    return outs, [ratio(o.estimate, base) for o in outs]
+
+
+def test_point_guard_fires_on_the_48_states(public_corpus):
+    """cd09_mlda (n = 48, no bounds) at eps 1: n eps_0 = 4.3 < 16, every column is its prior centre, the interval infinite."""
+    from dpstats.algorithms.mean.adaptive import AdaptiveWhiten
+
+    outs, rs = _corpus_runs(public_corpus, "mean_cd09_mlda", 1.0, range(4))
+    _, raw = _corpus_runs(public_corpus, "mean_cd09_mlda", 1.0, range(4), guard=False)
+    for o in outs:
+        assert o.details["guard"].all() and np.array_equal(o.estimate, np.zeros(4))
+    assert max(rs) < 110 and min(raw) > 1000  # bounded (the prior centre's error) instead of 1e3 to 1e6
+    for o in _corpus_runs(public_corpus, "mean_cd09_mlda", 1.0, range(2), **AdaptiveWhiten.interval_params)[0]:
+        assert o.details["guard"].all() and np.all(np.isinf(o.std_error))
+    # ledger untouched: the guard is post-processing
+    assert [e[:2] for e in outs[0].ledger] == [e[:2] for e in run("adaptive_whiten", *_cd09(public_corpus), 1.0, 0,
+                                                                     guard=False).ledger]
+
+
+def _cd09(public_corpus):
+    inst = public_corpus.instance("mean_cd09_mlda")
+    return inst.task_data().X, inst.facts
+
+
+def test_point_guard_edge_rule_on_grunfeld(public_corpus):
+    """Grunfeld (n = 200) at eps 1, seed 7: the first column's range was drawn at 46466 +- 66 for data near 146; the
+    release is pinned at its lower end (facing 0), so it becomes 0; the other columns keep their releases."""
+    from dpstats.algorithms.mean.adaptive import AdaptiveWhiten
+
+    (o,), (r,) = _corpus_runs(public_corpus, "mean_grunfeld_fe", 1.0, [7])
+    (o0,), (r0,) = _corpus_runs(public_corpus, "mean_grunfeld_fe", 1.0, [7], guard=False)
+    assert o.details["guard"].tolist() == [True, False, False]
+    assert o.estimate[0] == 0.0 and np.array_equal(o.estimate[1:], np.clip(o0.estimate[1:], *_box(o0)[:, 1:]))
+    assert r < 20 and r0 > 1000
+    (oi,), _ = _corpus_runs(public_corpus, "mean_grunfeld_fe", 1.0, [7], **AdaptiveWhiten.interval_params)
+    assert oi.details["guard"][0] and np.isinf(oi.std_error[0])
+
+
+def _box(out):
+    c, h = np.asarray(out.details["center"]), np.asarray(out.details["half"])
+    return np.array([c - h, c + h])
+
+
+def test_point_guard_quiet_on_a_large_easy_instance(public_corpus):
+    """lmb04_fullpoly (n = 13588) at eps 1: the guard never fires and the release is bit-identical without it."""
+    from dpstats.algorithms.mean.adaptive import AdaptiveWhiten
+
+    for params in ({}, AdaptiveWhiten.interval_params):
+        outs, _ = _corpus_runs(public_corpus, "mean_lmb04_fullpoly", 1.0, range(4), **params)
+        raws, _ = _corpus_runs(public_corpus, "mean_lmb04_fullpoly", 1.0, range(4), guard=False, **params)
+        for o, r in zip(outs, raws):
+            assert not o.details["guard"].any()
+            assert np.array_equal(o.estimate, r.estimate)
+            if params:
+                assert np.array_equal(o.std_error, r.std_error)
+
+
+def test_point_guard_min_is_a_public_threshold(public_corpus):
+    """The hopeless rule reads n, the budget and the bounds only: cd09 at eps 10 (n eps_0 = 34) is not hopeless."""
+    outs, _ = _corpus_runs(public_corpus, "mean_cd09_mlda", 10.0, range(4))
+    assert not all(o.details["guard"].all() for o in outs)
+    X, f = _cd09(public_corpus)
+    rng = np.random.default_rng(3)
+    for Y in (X[rng.permutation(48)] * 100.0, rng.normal(size=X.shape)):  # other data, same public facts
+        assert run("adaptive_whiten", Y, f, 1.0, 0).details["guard"].all()
+
+
+def test_point_guard_clamp_never_moves_away_from_the_clipped_mean():
+    """Clamping to the released box is a projection onto a box that holds the clipped mean: no coordinate moves away."""
+    from dpstats.algorithms.mean.adaptive import point_guard
+
+    rng = np.random.default_rng(44)
+    center, half = np.array([0.0, 10.0, 5.0]), np.array([1.0, 2.0, 0.0])
+    prior, find = np.zeros(3), np.array([True, True, False])
+    for _ in range(200):
+        est = center + half * rng.normal(0, 2, 3)
+        out = Release(estimate=est, epsilon=1.0, delta=DELTA, ledger=(), details={}, std_error=np.ones(3))
+        g = point_guard(out, center, half, find, prior, hopeless=False, noise_z=np.full(3, 0.1))
+        cm = center + half * rng.uniform(-1, 1, 3)  # any clipped mean: inside the box
+        fired = g.details["guard"]
+        assert np.all((np.abs(g.estimate - cm) <= np.abs(est - cm) + 1e-12) | fired)
+        assert np.all(g.estimate[fired] == 0.0) and np.all(np.isinf(g.std_error[fired]))
+        # the second column's box [8, 12] lies beyond 2 half-widths of 0: pinned at 8 it fires, pinned at 12 not
+        z1 = (min(max(est[1], 8.0), 12.0) - 10.0) / 2.0
+        assert fired[1] == (z1 <= -0.9)
+        assert not fired[0] and not fired[2]  # [-1, 1] holds the prior centre; a public constant column
