@@ -183,3 +183,22 @@ def test_the_models_learn_something(data):
 def test_bad_arguments(kw, msg):
     with pytest.raises(ValueError, match=msg):
         Kamino(**kw)
+
+
+def test_synth_kamino_runs_as_an_opt_in_estimator():
+    """synth_kamino (synthesize, then estimate) on a corpus instance: opt-in, standard, the budget spent exactly."""
+    import warnings
+
+    from dpstats.algorithms import Release, get
+    from dpstats.data.corpus import Corpus
+    from dpstats.privacy.accounting import PrivacyLeakWarning
+
+    cls = get("sce", "synth_kamino")
+    assert cls.opt_in and cls.interpretation == "standard"
+    inst = Corpus.public().instance("engel_food")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        out = cls(steps=5).run(inst.task_data(), inst.facts, 1.0, DELTA, np.random.default_rng(0))
+    assert isinstance(out, Release) and np.isfinite(out.estimate).all() and out.estimate.shape == (1,)
+    assert sum(e[1] for e in out.ledger) == pytest.approx(zcdp_rho(1.0, DELTA), rel=1e-9)
+    assert any(e[0].startswith("kamino:step:") for e in out.ledger)

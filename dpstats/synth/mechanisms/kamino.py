@@ -47,8 +47,8 @@ OPS: dict[str, Any] = {
     "GTE": np.greater_equal,
 }
 
-#: largest number of cells of a DC's other attributes (the violation count table's size)
-MAX_DC_CELLS = 2_000_000
+#: largest number of cells of a DC's columns (the size of its violation table, updated once per generated tuple)
+MAX_DC_CELLS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -210,7 +210,13 @@ def violations(codes: np.ndarray, domain: Domain, dc: DenialConstraint) -> int:
 
 
 class _DCState:
-    """Violation counts of one DC for candidate values of its last column, against the tuples generated so far."""
+    """One DC's violation counts for every candidate value of its last column, against the tuples generated so far.
+
+    ``table[x, v]`` is the number of ordered pairs (both orders) that a new
+    tuple with the DC's other columns at cell ``x`` and its last column at
+    ``v`` would form in violation with the tuples added so far; :meth:`add`
+    updates it in ``O(cells * k)``, so a lookup costs ``O(k)``.
+    """
 
     def __init__(self, dc: DenialConstraint, domain: Domain, order: Sequence[str]) -> None:
         pos = {c: i for i, c in enumerate(order)}
@@ -220,37 +226,30 @@ class _DCState:
         preds = {p.column: p.op for p in dc.predicates}
         self.other_idx = [domain.names.index(c) for c in self.others]
         self.other_shape = tuple(domain[c] for c in self.others)
-        ncells = int(np.prod(self.other_shape))
-        if ncells > MAX_DC_CELLS:
-            raise ValueError(f"Kamino: DC {dc.text!r}: its columns {self.others} have {ncells} cells "
-                             f"(at most {MAX_DC_CELLS})")
         kb = domain[self.target]
-        self.kb = kb
-        self.counts = np.zeros((ncells, kb))
-        # masks of the other columns' predicates: t1 = the new tuple (x), t2 = a generated one (y), and the reverse
-        self.fwd = [OPS[preds[c]](np.arange(k)[:, None], np.arange(k)[None, :]) for c, k in
+        ncells = int(np.prod(self.other_shape))
+        if ncells * kb > MAX_DC_CELLS:
+            raise ValueError(f"Kamino: DC {dc.text!r}: its columns have {ncells * kb} cells "
+                             f"(at most {MAX_DC_CELLS})")
+        self.table = np.zeros((ncells, kb))
+        # op_c(x, y) per other column: [x, y]; the new tuple is t1 (forward) or t2 (reverse)
+        self.ops = [OPS[preds[c]](np.arange(k)[:, None], np.arange(k)[None, :]) for c, k in
                     zip(self.others, self.other_shape)]
         opb = OPS[preds[self.target]]
         self.b_fwd = opb(np.arange(kb)[:, None], np.arange(kb)[None, :]).astype(float)   # [v, b'] op(v, b')
         self.b_rev = opb(np.arange(kb)[None, :], np.arange(kb)[:, None]).astype(float)   # [v, b'] op(b', v)
 
-    def _mask(self, x: np.ndarray, reverse: bool) -> np.ndarray:
-        out = np.ones(1, dtype=bool)
-        for m, xi in zip(self.fwd, x):
-            row = m[:, xi] if reverse else m[xi]
-            out = (out[:, None] & row[None, :]).ravel()
-        return out
+    def flat(self, x: np.ndarray) -> int:
+        return int(np.ravel_multi_index(tuple(int(c) for c in x), self.other_shape))
 
-    def candidate_violations(self, x: np.ndarray) -> np.ndarray:
-        """Violations (both orders of each pair) for each value of the target, the others at ``x``."""
-        a = self._mask(x, False) @ self.counts
-        b = self._mask(x, True) @ self.counts
-        out: np.ndarray = self.b_fwd @ a + self.b_rev @ b
-        return out
-
-    def add(self, x: np.ndarray, v: int) -> None:
-        flat = int(np.ravel_multi_index(tuple(int(c) for c in x), self.other_shape)) if self.others else 0
-        self.counts[flat, v] += 1.0
+    def add(self, y: np.ndarray, b: int) -> None:
+        """Record a generated tuple with the other columns at ``y`` and the last column at ``b``."""
+        fwd = np.ones(1)
+        rev = np.ones(1)
+        for m, yi in zip(self.ops, y):
+            fwd = np.outer(fwd, m[:, yi]).ravel()     # op(x, y) over the cells x
+            rev = np.outer(rev, m[yi, :]).ravel()     # op(y, x)
+        self.table += np.outer(fwd, self.b_fwd[:, b]) + np.outer(rev, self.b_rev[:, b])
 
 
 def context_features(codes: np.ndarray, ctx: Sequence[int], shape: Sequence[int]) -> Any:
@@ -443,23 +442,23 @@ class Kamino(Synthesizer):
         for i in range(out.shape[0]):
             logw = np.log(np.maximum(probs[i], 1e-300))
             hard = np.zeros(probs.shape[1])
-            xs = []
+            cells = []
             for s in states:
                 x = out[i, s.other_idx]
-                xs.append(x)
-                v = s.candidate_violations(x)
+                cells.append(x)
+                v = s.table[s.flat(x)]
                 if math.isinf(s.dc.weight):
                     hard += v
                 else:
                     logw -= s.dc.weight * v
-            ok = hard == hard.min()
-            if hard.min() > 0:
+            low = hard.min()
+            if low > 0:
                 fallbacks += 1
-            logw = np.where(ok, logw, -np.inf)
+            logw = np.where(hard == low, logw, -np.inf)
             pw = np.exp(logw - logw.max())
             c = np.cumsum(pw)
             val = int(min(np.searchsorted(c, u[i] * c[-1], side="right"), c.size - 1))
             out[i, target] = val
-            for s, x in zip(states, xs):
+            for s, x in zip(states, cells):
                 s.add(x, val)
         return fallbacks
