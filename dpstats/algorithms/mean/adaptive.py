@@ -393,6 +393,11 @@ class AdaptiveWhiten(Algorithm):
        the box mean (sensitivity ``2 sqrt(d)/n`` in ``z``) or the mean of the
        rows projected onto the ball ``B(W m_z, R)`` in ``u`` (sensitivity
        ``2 R / n``), mapped back by ``W^{-1}``.
+    7. Point guard (``guard``, post-processing): :func:`point_guard` clamps
+       the release to the box and gives a column its prior centre (and an
+       infinite standard error) when its release is pinned at the end of a
+       far range that faces the prior centre, or, for every privately ranged
+       column, when ``n eps_0 < guard_min`` (public).
     """
 
     name = "adaptive_whiten"
