@@ -176,7 +176,8 @@ def test_the_models_learn_something(data):
 
 @pytest.mark.parametrize("kw, msg", [
     ({"steps": 0}, "steps"), ({"clip": -1.0}, "clip"), ({"learning_rate": float("nan")}, "learning_rate"),
-    ({"hist_share": 1.0}, "hist_share"), ({"constraints": ["a b"]}, "cannot|write"),
+    ({"hist_share": 1.0}, "hist_share"), ({"dc_share": 0.0}, "dc_share"), ({"hist_share": 0.5, "dc_share": 0.5}, "< 1"),
+    ({"calibration_steps": 0}, "calibration_steps"), ({"constraints": [("a -> b", "often")]}, "weight"), ({"constraints": ["a b"]}, "cannot|write"),
     ({"constraints": [("a -> b", 0.0)]}, "weight"), ({"constraints": ["t1&t2&XX(t1.a,t2.a)&EQ(t1.b,t2.b)"]}, "read"),
     ({"constraints": ["a -> a"]}, "two predicates"),
 ])
@@ -202,3 +203,47 @@ def test_synth_kamino_runs_as_an_opt_in_estimator():
     assert isinstance(out, Release) and np.isfinite(out.estimate).all() and out.estimate.shape == (1,)
     assert sum(e[1] for e in out.ledger) == pytest.approx(zcdp_rho(1.0, DELTA), rel=1e-9)
     assert any(e[0].startswith("kamino:step:") for e in out.ledger)
+
+
+def test_learned_weight_calibration_and_fit(data):
+    """A learned DC weight: one Gaussian on the violation counts (sensitivity 2 (n - 1) sqrt(m)), then the
+    sampler's violation rate matches the noisy real rate, closer to the real one than without the DC."""
+    dc = "job -> education"
+    n, rho, T, d = data.n, zcdp_rho(10.0, DELTA), 10, len(COLS)
+    hist, share = Kamino.defaults["hist_share"].value, Kamino.defaults["dc_share"].value
+    rng = RecordingGenerator(1)
+    res = Kamino(steps=T, label="y", order=COLS, constraints=[(dc, "learn")]).synthesize(data, 10.0, DELTA, rng)
+    (v,) = [s for s in res.ledger if s.mechanism == "kamino:dc_violations"]
+    assert v.sensitivity == pytest.approx(2 * (n - 1)) and v.cost == pytest.approx(share * rho, rel=1e-9)
+    assert v.scale == pytest.approx(2 * (n - 1) / math.sqrt(2 * share * rho), rel=1e-12)
+    steps = [s for s in res.ledger if s.mechanism.startswith("kamino:step:")]
+    want = 2.0 / math.sqrt(2 * (1 - hist - share) * rho / ((d - 1) * T))
+    assert [s.scale for s in steps] == pytest.approx([want] * len(steps), rel=1e-9)
+    assert [r.scale for r in rng.noise()] == pytest.approx([s.scale for s in res.ledger], rel=1e-12)
+    assert sum(s.cost for s in res.ledger) == pytest.approx(rho, rel=1e-9)
+    pairs = n * (n - 1)
+    real = violations(data.codes, data.domain, parse_constraint(dc)) / pairs
+    free = Kamino(steps=T, label="y", order=COLS).synthesize(data, 10.0, DELTA, np.random.default_rng(1))
+    r_free = violations(free.data.codes, data.domain, parse_constraint(dc)) / pairs
+    r_learned = res.details["violations"][0] / pairs
+    assert 0 < res.details["weights"][0] < math.inf
+    assert abs(r_learned - res.details["target_rates"][0]) < 0.2 * abs(r_free - real)
+    assert abs(r_learned - real) < 0.5 * abs(r_free - real)
+
+
+def test_violation_count_sensitivity_on_replace_one_neighbours(data):
+    """One replaced row moves a DC's ordered violating pairs by at most 2 (n - 1); the bound is attained."""
+    rng = np.random.default_rng(5)
+    for text in ["job -> education", "t1&t2&LT(t1.age,t2.age)&GT(t1.education,t2.education)"]:
+        dc = parse_constraint(text)
+        base = violations(data.codes, data.domain, dc)
+        for _ in range(30):
+            other = data.codes.copy()
+            other[rng.integers(data.n)] = [rng.integers(k) for k in data.domain.shape]
+            assert abs(violations(other, data.domain, dc) - base) <= 2 * (data.n - 1)
+    dom = Domain(("a", "b"), (2, 2))
+    same = np.zeros((50, 2), dtype=np.int64)
+    moved = same.copy()
+    moved[0] = [1, 1]
+    dc = parse_constraint("t1&t2&IQ(t1.a,t2.a)&IQ(t1.b,t2.b)")
+    assert violations(moved, dom, dc) - violations(same, dom, dc) == 2 * 49

@@ -3,27 +3,34 @@
 Privacy argument (full version: ``docs/synth/kamino.md``)
 --------------------------------------------------------
 zCDP, replace-one neighbours, ``n``, the domain, the attribute order and the
-denial constraints (DCs) and their weights public. The remaining ``rho`` is
-split ``hist_share`` / ``1 - hist_share``:
+denial constraints (DCs) and their given weights public. The remaining
+``rho`` is split ``hist_share``, ``dc_share`` (only when some DC weights are
+learned) and the rest:
 
 1. the first attribute of the order: its counts with Gaussian noise, L2
    sensitivity ``sqrt(2)``, ``sigma = sqrt(2) / sqrt(2 hist_share rho)``;
-2. each later attribute ``A_j`` (``d - 1`` models): a softmax model of
+2. the ``m`` DCs whose weight is learned: their numbers of ordered violating
+   pairs, one Gaussian mechanism; one row is in ``2 (n - 1)`` ordered pairs,
+   so the L2 sensitivity is ``2 (n - 1) sqrt(m)``, ``sigma = 2 (n - 1)
+   sqrt(m) / sqrt(2 dc_share rho)``;
+3. each later attribute ``A_j`` (``d - 1`` models): a softmax model of
    ``P(A_j | A_1..A_{j-1})`` trained by ``steps`` full-batch noisy gradient
    steps. Each step clips every row's gradient to L2 norm ``clip``, sums them
    and adds ``N(0, sigma^2 I)``; replacing one row changes one clipped
    gradient, so the sum has L2 sensitivity ``2 clip`` and the step is a
    Gaussian mechanism of zCDP cost ``(2 clip)^2 / (2 sigma^2)``. The model
    before a step depends on the data only through the earlier noisy sums
-   (adaptive composition). All ``(d - 1) steps`` steps cost the same, with
-   ``sigma = 2 clip / sqrt(2 rho_step)``, ``rho_step = (1 - hist_share) rho /
-   ((d - 1) steps)``; the last step takes exactly what is left (rounding).
+   (adaptive composition). All ``(d - 1) steps`` steps cost the same
+   ``rho_step`` (what is left after 1 and 2, divided by ``(d - 1) steps``),
+   ``sigma = 2 clip / sqrt(2 rho_step)``; the last step takes exactly what is
+   left (rounding).
 
 Sampling tuples attribute by attribute from the released models, with each
 candidate value weighted by ``exp(-w * violations)`` against the tuples
-already generated, uses released models and public constraints only:
-post-processing. The DC weights are public inputs (hard, infinite, by
-default); Kamino's DP learning of soft weights is not implemented.
+already generated, uses released models, public constraints and the noisy
+violation rates only: post-processing, and so is choosing a learned weight
+(the one whose sampled violation rate matches the noisy real rate, by
+bisection over sampling passes).
 """
 
 from __future__ import annotations
@@ -71,9 +78,10 @@ class DenialConstraint:
     ----------
     predicates : tuple of Predicate
         At most one per column.
-    weight : float
+    weight : float or None
         ``math.inf`` for a hard constraint; a soft one multiplies a candidate
-        value's probability by ``exp(-weight * violations)``.
+        value's probability by ``exp(-weight * violations)``; ``None``: a soft
+        one whose weight is learned under DP (:class:`Kamino`, ``dc_share``).
     text : str
         The constraint as written (for messages).
 
@@ -87,7 +95,7 @@ class DenialConstraint:
     """
 
     predicates: tuple[Predicate, ...]
-    weight: float = math.inf
+    weight: float | None = math.inf
     text: str = ""
 
     def __post_init__(self) -> None:
@@ -97,8 +105,9 @@ class DenialConstraint:
         if len(set(cols)) != len(cols):
             raise ValueError(f"DC {self.text!r}: two predicates on one column")
         w = self.weight
-        if isinstance(w, bool) or not isinstance(w, (int, float)) or not w > 0:
-            raise ValueError(f"DC {self.text!r}: weight must be > 0 (math.inf for a hard constraint), got {w!r}")
+        if w is not None and (isinstance(w, bool) or not isinstance(w, (int, float)) or not w > 0):
+            raise ValueError(f"DC {self.text!r}: weight must be > 0 (math.inf for a hard constraint) or 'learn', "
+                             f"got {w!r}")
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -115,10 +124,11 @@ _FD = re.compile(r"^\s*([^>]+?)\s*->\s*(.+?)\s*$")
 _PRED = re.compile(r"^(EQ|IQ|LT|GT|LTE|GTE)\(t1\.(.+),t2\.(.+)\)$")
 
 
-def parse_constraint(text: str | DenialConstraint | tuple[Any, float], weight: float = math.inf) -> DenialConstraint:
+def parse_constraint(text: str | DenialConstraint | tuple[Any, Any], weight: float | None = math.inf) -> DenialConstraint:
     """A DC from ``"A, B -> C"`` (a functional dependency) or Kamino's ``t1&t2&EQ(t1.A,t2.A)&IQ(t1.C,t2.C)``.
 
-    A ``(text, weight)`` pair sets the weight; a :class:`DenialConstraint` is returned as is.
+    A ``(text, weight)`` pair sets the weight (``"learn"``: learned under DP);
+    a :class:`DenialConstraint` is returned as is.
 
     Raises
     ------
@@ -130,7 +140,7 @@ def parse_constraint(text: str | DenialConstraint | tuple[Any, float], weight: f
     if isinstance(text, tuple):
         if len(text) != 2:
             raise ValueError(f"a weighted DC is a (text, weight) pair, got {text!r}")
-        return parse_constraint(text[0], weight=text[1])
+        return parse_constraint(text[0], weight=None if text[1] == "learn" else text[1])
     if not isinstance(text, str):
         raise ValueError(f"a DC is a string, a (string, weight) pair or a DenialConstraint, got {text!r}")
     s = text.strip()
@@ -327,7 +337,13 @@ class Kamino(Synthesizer):
                                     "descent then decreases the noiseless loss); 10 did better on Adult at "
                                     "epsilon 1 but oscillated on Bank at epsilon 50 (docs/synth/kamino.md)"),
         "constraints": Param((), "public denial constraints: 'A -> B' or Kamino's 't1&t2&EQ(t1.A,t2.A)&...' "
-                                 "strings (hard), (string, weight) pairs (soft) or DenialConstraint objects"),
+                                 "strings (hard), (string, weight) pairs (soft; weight 'learn': learned under "
+                                 "DP) or DenialConstraint objects"),
+        "dc_share": Param(0.05, "share of the budget for the noisy violation counts of the DCs whose weight is "
+                                "learned (spent only when there are some); ours: the reference's epsilon_learnW "
+                                "is a separate budget, set per run"),
+        "calibration_steps": Param(8, "bisection steps (sampling passes) per learned weight, on log10 w in "
+                                      "[-6, 2]; ours (post-processing, costs time only)"),
         "order": Param(None, "public attribute order; default: from the constraints (Kamino's "
                              "find_sequence_alg), then schema order with the label last"),
         "label": Param(None, "label column, placed last in the default order (Tao et al. 2021's ML efficacy "
@@ -344,9 +360,15 @@ class Kamino(Synthesizer):
             v = self.params[key]
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 and math.isfinite(v)):
                 raise ValueError(f"Kamino: {key} must be a finite number > 0, got {v!r}")
-        v = self.params["hist_share"]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
-            raise ValueError(f"Kamino: hist_share must lie in (0, 1), got {v!r}")
+        for key in ("hist_share", "dc_share"):
+            v = self.params[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
+                raise ValueError(f"Kamino: {key} must lie in (0, 1), got {v!r}")
+        if self.params["hist_share"] + self.params["dc_share"] >= 1:
+            raise ValueError("Kamino: hist_share + dc_share must be < 1")
+        v = self.params["calibration_steps"]
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"Kamino: calibration_steps must be an integer >= 1, got {v!r}")
         cons = self.params["constraints"]
         if isinstance(cons, (str, DenialConstraint)):
             cons = [cons]
@@ -370,6 +392,7 @@ class Kamino(Synthesizer):
         self._check(dom)
         order = constraint_order(dom, self.dcs, self.params["label"], self.params["order"])
         col = [dom.names.index(c) for c in order]
+        targets = [_DCState(dc, dom, order).target for dc in self.dcs]     # checks the DCs' sizes before any spend
         d = len(order)
         rho = accountant.remaining
         share = float(self.params["hist_share"]) if d > 1 else 1.0
@@ -381,6 +404,20 @@ class Kamino(Synthesizer):
             rng=rng, note="counts of the first attribute, replace-one L2 sensitivity sqrt(2)")
         p0 = np.clip(np.asarray(first, float), 0.0, None)
         p0 = p0 / p0.sum() if p0.sum() > 0 else np.full(p0.size, 1.0 / p0.size)
+        # 1b. noisy violation counts of the DCs whose weight is learned
+        learned = [i for i, dc in enumerate(self.dcs) if dc.weight is None]
+        rates: dict[int, float] = {}
+        sigma_dc = 0.0
+        if learned:
+            n, m = data.n, len(learned)
+            sens = 2.0 * (n - 1) * math.sqrt(m)
+            sigma_dc = sens / math.sqrt(2.0 * float(self.params["dc_share"]) * rho)
+            counts = np.array([violations(data.codes, dom, self.dcs[i]) for i in learned], dtype=float)
+            noisy_v = np.asarray(accountant.gaussian(
+                "kamino:dc_violations", counts, sensitivity=sens, sigma=sigma_dc, rng=rng,
+                note="ordered violating pairs per learned DC; one row is in 2(n-1) ordered pairs"))
+            pairs = max(n * (n - 1), 1)
+            rates = {i: float(np.clip(v / pairs, 0.0, 1.0)) for i, v in zip(learned, noisy_v)}
         # 2. one softmax model per later attribute, noisy full-batch gradient descent
         models: list[np.ndarray] = []
         sigma = 0.0
@@ -394,20 +431,26 @@ class Kamino(Synthesizer):
         out = np.zeros((n_rows, d), dtype=np.int64)
         if n_rows:
             out[:, col[0]] = rng.choice(p0.size, size=n_rows, p=p0)
-        states = [_DCState(dc, dom, order) for dc in self.dcs]
+        weights = [math.inf if dc.weight is None else float(dc.weight) for dc in self.dcs]
+        for i in learned:
+            weights[i] = 0.0
         fallbacks = 0
         for j in range(1, d):
             probs = _softmax(np.asarray(context_features(out, col[:j], dom.shape) @ models[j - 1]))
-            here = [s for s in states if s.target == order[j]]
+            here = [i for i, t in enumerate(targets) if t == order[j]]
             if not here:
                 c = np.cumsum(probs, axis=1)
                 u = rng.random(n_rows)[:, None] * c[:, -1:]
                 out[:, col[j]] = np.minimum((u > c).sum(axis=1), probs.shape[1] - 1)
                 continue
-            fallbacks += self._sample_constrained(out, probs, col[j], here, dom, rng)
+            for i in (i for i in here if i in rates):
+                weights[i] = self._calibrate(out, probs, col[j], here, weights, i, rates[i], dom, order, rng)
+            fallbacks += self._sample_constrained(out, probs, col[j], [self.dcs[i] for i in here],
+                                                  [weights[i] for i in here], dom, order, rng)
         self.details = {
             "order": list(order), "hist_sigma": sigma_h, "step_sigma": sigma, "steps": T,
-            "constraint_fallbacks": fallbacks,
+            "constraint_fallbacks": fallbacks, "weights": weights, "dc_sigma": sigma_dc,
+            "target_rates": [rates.get(i) for i in range(len(self.dcs))],
             "violations": [violations(out, dom, dc) for dc in self.dcs],
         }
         return data.with_codes(out)
@@ -434,30 +477,63 @@ class Kamino(Synthesizer):
             w -= lr * np.asarray(noisy) / n
         return w
 
-    def _sample_constrained(self, out: np.ndarray, probs: np.ndarray, target: int, states: list[_DCState],
-                            dom: Domain, rng: np.random.Generator) -> int:
+    def _calibrate(self, out: np.ndarray, probs: np.ndarray, target: int, here: list[int], weights: list[float],
+                   i: int, rate: float, dom: Domain, order: Sequence[str], rng: np.random.Generator) -> float:
+        """The weight of DC ``i`` whose sampled violation rate matches the noisy ``rate`` (bisection on log10 w).
+
+        Post-processing: sampling passes from the released models with the
+        released rate; every pass reuses one random stream (common random
+        numbers: the next draws of ``rng``, which the final pass then makes),
+        so the rate is a step function of the weight alone.
+        """
+        import copy
+
+        dc = self.dcs[i]
+        stream = copy.deepcopy(rng)      # the passes replay rng's next draws; rng itself is not advanced
+        n_rows = out.shape[0]
+        pairs = max(n_rows * (n_rows - 1), 1)
+
+        def sampled_rate(w: float) -> float:
+            trial = out.copy()
+            ws = [w if k == i else weights[k] for k in here]
+            self._sample_constrained(trial, probs, target, [self.dcs[k] for k in here], ws, dom, order,
+                                     copy.deepcopy(stream))
+            return float(violations(trial, dom, dc) / pairs)
+
+        if sampled_rate(0.0) <= rate:
+            return 0.0
+        lo, hi = -6.0, 2.0
+        for _ in range(int(self.params["calibration_steps"])):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if sampled_rate(10.0 ** mid) > rate else (lo, mid)
+        return float(10.0 ** hi)
+
+    def _sample_constrained(self, out: np.ndarray, probs: np.ndarray, target: int, dcs: list[DenialConstraint],
+                            weights: list[float], dom: Domain, order: Sequence[str],
+                            rng: np.random.Generator) -> int:
         """Sample column ``target`` row by row, weights ``p(v) exp(-sum w * violations)``; returns the fallbacks."""
+        states = [_DCState(dc, dom, order) for dc in dcs]
         fallbacks = 0
-        u = rng.random(out.shape[0])
+        u = np.asarray(rng.random(out.shape[0]), dtype=float)
         for i in range(out.shape[0]):
             logw = np.log(np.maximum(probs[i], 1e-300))
             hard = np.zeros(probs.shape[1])
             cells = []
-            for s in states:
+            for s, w in zip(states, weights):
                 x = out[i, s.other_idx]
                 cells.append(x)
                 v = s.table[s.flat(x)]
-                if math.isinf(s.dc.weight):
+                if math.isinf(w):
                     hard += v
-                else:
-                    logw -= s.dc.weight * v
+                elif w > 0:
+                    logw -= w * v
             low = hard.min()
             if low > 0:
                 fallbacks += 1
             logw = np.where(hard == low, logw, -np.inf)
             pw = np.exp(logw - logw.max())
             c = np.cumsum(pw)
-            val = int(min(np.searchsorted(c, u[i] * c[-1], side="right"), c.size - 1))
+            val = min(int(np.searchsorted(c, float(u[i] * c[-1]), side="right")), c.size - 1)
             out[i, target] = val
             for s, x in zip(states, cells):
                 s.add(x, val)
