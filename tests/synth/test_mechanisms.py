@@ -255,3 +255,37 @@ def test_aim_and_mwem_pgm_compile_nothing_on_small_models(data):
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)
     assert compiles == []
+
+
+def test_mirror_descent_convergence_stop(data):
+    """tol > 0 stops a converged fit at a block of 50 and ends near the full fit; tol = 0 runs every iteration."""
+    from dpstats.synth.mechanisms import _pgm
+
+    cliques = [(c,) for c in COLS] + [("age", "y"), ("job", "marital", "y"), ("housing", "duration")]
+    ms = _bank_measurements(data, cliques, 20.0, 3)
+    full = _pgm.estimate(data.domain, ms, data.n, 3000, backend="numpy")
+    assert full.iterations == 3000
+    stopped = _pgm.estimate(data.domain, ms, data.n, 3000, backend="numpy", tol=1e-4)
+    assert 50 <= stopped.iterations < 3000 and stopped.iterations % 50 == 0
+    a, b = _pgm.ModelMarginals(full), _pgm.ModelMarginals(stopped)
+    for cl in cliques:
+        assert np.abs(a.counts(cl) - b.counts(cl)).sum() < 0.002 * data.n      # L1 within 0.2 % of n
+    # the stop is what changed the result: without it, the same iterations end at the full fit's model
+    again = _pgm.estimate(data.domain, ms, data.n, stopped.iterations, backend="numpy")
+    assert all(np.array_equal(again.potentials[c], stopped.potentials[c]) for c in stopped.potentials)
+    # a warm start at a converged model stops after the first block
+    assert _pgm.estimate(data.domain, ms, data.n, 3000, warm_start=full, backend="numpy", tol=1e-4).iterations == 50
+
+
+def test_aim_round_tol(data):
+    """The default (0) runs the reference's fixed iterations in every round; round_tol > 0 stops some rounds early."""
+    kw = {**PARAMS["aim"], "iters": 1000}
+    fixed = get_synthesizer("aim")(**kw)
+    fixed.synthesize(data, 1.0, DELTA, np.random.default_rng(SEED))
+    assert set(fixed.details["fit_iterations"]) == {1000}
+    tol = get_synthesizer("aim")(**kw, round_tol=1e-4)
+    tol.synthesize(data, 1.0, DELTA, np.random.default_rng(SEED))
+    its = tol.details["fit_iterations"]
+    assert its[-1] == 1000 and min(its[:-1]) < 1000          # the last fit keeps final_iters in full
+    with pytest.raises(ValueError, match="round_tol"):
+        get_synthesizer("aim")(round_tol=-1.0).synthesize(data, 1.0, DELTA, np.random.default_rng(SEED))

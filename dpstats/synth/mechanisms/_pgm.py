@@ -73,6 +73,8 @@ class Model:
     domain: Domain
     potentials: dict[tuple[str, ...], np.ndarray]
     total: float
+    #: mirror-descent iterations the fit ran (0 when unknown: ``mbi``'s JAX estimator, or no fit)
+    iterations: int = 0
 
     @property
     def cliques(self) -> list[tuple[str, ...]]:
@@ -101,7 +103,7 @@ class Model:
 
 
 def estimate(domain: Domain, measurements: Sequence[Measurement], total: float, iters: int,
-             warm_start: Model | None = None, backend: str = "auto") -> Model:
+             warm_start: Model | None = None, backend: str = "auto", tol: float = 0.0) -> Model:
     """Fit a Markov random field to noisy marginals by Private-PGM's mirror descent.
 
     The loss is ``sum_i ||M_i mu - y_i||^2 / (2 sigma_i^2)`` over the
@@ -128,6 +130,11 @@ def estimate(domain: Domain, measurements: Sequence[Measurement], total: float, 
         ``"auto"``: NumPy when the junction tree has at most
         :data:`NUMPY_MAX_CELLS` cells and cells times iterations are at most
         :data:`NUMPY_MAX_WORK`, else ``mbi``'s JAX estimator.
+    tol : float, default 0
+        Convergence stop (NumPy backend only; 0 runs all ``iters``): after
+        every block of 50 iterations, stop when the loss decreased by at most
+        ``tol`` times its value at the start of the block. Not in ``mbi``,
+        whose estimators run a fixed number of iterations.
 
     Returns
     -------
@@ -140,7 +147,7 @@ def estimate(domain: Domain, measurements: Sequence[Measurement], total: float, 
         work = cells * 50 * math.ceil(iters / 50)
         backend = "numpy" if cells <= NUMPY_MAX_CELLS and work <= NUMPY_MAX_WORK else "jax"
     if backend == "numpy":
-        return _mirror_descent_numpy(domain, pooled, float(total), int(iters), warm_start)
+        return _mirror_descent_numpy(domain, pooled, float(total), int(iters), warm_start, float(tol))
     if backend != "jax":
         raise ValueError(f"backend must be 'auto', 'numpy' or 'jax', not {backend!r}")
     mbi = load_mbi()
@@ -255,7 +262,11 @@ def _logsumexp_axes(values: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     if not axes:
         return values
     m = values.max(axis=axes, keepdims=True)          # potentials are finite (no structural zeros here)
-    out: np.ndarray = np.log(np.exp(values - m).sum(axis=axes)) + m.squeeze(axis=axes)
+    tmp = values - m                                  # in place below: the same operations, fewer allocations
+    np.exp(tmp, out=tmp)
+    out: np.ndarray = tmp.sum(axis=axes)
+    np.log(out, out=out)
+    out += m.squeeze(axis=axes)
     return out
 
 
@@ -335,29 +346,43 @@ class JunctionTree:
     def cells(self) -> int:
         return sum(int(np.prod(s)) for s in self.shape.values())
 
-    def calibrate(self, log_potentials: Sequence[np.ndarray]) -> dict[tuple[str, ...], np.ndarray]:
-        """Probability tables of every node (each summing to one) for potentials aligned with ``cliques``.
+    def calibrate(self, log_potentials: Sequence[np.ndarray],
+                  nodes: Sequence[tuple[str, ...]] | None = None) -> dict[tuple[str, ...], np.ndarray]:
+        """Probability tables of the nodes (each summing to one) for potentials aligned with ``cliques``.
 
         Two-pass HUGIN message passing in log space: collect towards each
         component's root, then distribute, dividing out the upward message.
+        ``nodes`` (default: all) are the nodes whose tables are returned; the
+        others are calibrated but not exponentiated. The tables are written in
+        place into freshly allocated arrays (the same floating-point operations
+        in the same order as out-of-place sums: the results are identical).
         """
         belief = {C: np.zeros(self.shape[C]) for C in self.nodes}
         for v, C, shp in zip(log_potentials, self.home, self._lift):
-            belief[C] = belief[C] + v.reshape(shp)
+            belief[C] += v.reshape(shp)
         up = []
         for u, p, ax_u, shp_u, shp_p, _ in self._up:
             m = _logsumexp_axes(belief[u], ax_u)
             up.append(m)
-            belief[p] = belief[p] + m.reshape(shp_p)
+            belief[p] += m.reshape(shp_p)
         for (u, p, ax_u, shp_u, shp_p, ax_p), m_up in zip(reversed(self._up), reversed(up)):
-            belief[u] = belief[u] + (_logsumexp_axes(belief[p], ax_p) - m_up).reshape(shp_u)
+            msg = _logsumexp_axes(belief[p], ax_p)
+            msg -= m_up
+            belief[u] += msg.reshape(shp_u)
+        want = set(self.nodes) if nodes is None else set(nodes)
         out = {}
         for comp in self.components:                  # calibrated: every node of a component has the same log Z
             b = belief[comp[0]]
             m = b.max()
-            log_z = m + math.log(np.exp(b - m).sum())
+            tmp = b - m
+            np.exp(tmp, out=tmp)
+            log_z = m + math.log(tmp.sum())
             for C in comp:
-                out[C] = np.exp(belief[C] - log_z)
+                if C in want:
+                    t = belief[C]
+                    t -= log_z
+                    np.exp(t, out=t)
+                    out[C] = t
         return out
 
 
@@ -367,7 +392,7 @@ def _lift_shape(attrs: tuple[str, ...], target: tuple[str, ...], domain: Domain)
 
 
 def _mirror_descent_numpy(domain: Domain, pooled: list[Measurement], total: float, iters: int,
-                          warm_start: Model | None) -> Model:
+                          warm_start: Model | None, tol: float = 0.0) -> Model:
     """Private-PGM's mirror descent with ``mbi``'s line search, on ``mbi``'s junction tree, in NumPy.
 
     Each step: gradient ``g`` of the loss at the current marginals ``mu``
@@ -378,7 +403,8 @@ def _mirror_descent_numpy(domain: Domain, pooled: list[Measurement], total: floa
     A measurement's gradient is added to one model clique containing it;
     which one does not change the distribution (potentials are summed in the
     exponent). The marginals of an accepted step are reused as the next
-    step's, which ``mbi`` recomputes.
+    step's, which ``mbi`` recomputes. With ``tol > 0`` the loop stops after
+    a block of 50 iterations whose relative loss decrease is at most ``tol``.
     """
     mbi = load_mbi()
     pos = {name: j for j, name in enumerate(domain.names)}
@@ -405,8 +431,10 @@ def _mirror_descent_numpy(domain: Domain, pooled: list[Measurement], total: floa
                 assert h is not None
                 theta[h] = theta[h] + v.reshape(_lift_shape(w, cliques[h], domain))
 
+    homes = list(dict.fromkeys(node for _, node, _, _, _, _ in meas))   # the nodes the loss reads
+
     def evaluate(th: list[np.ndarray]) -> tuple[float, list[np.ndarray], list[np.ndarray]]:
-        prob = jt.calibrate(th)
+        prob = jt.calibrate(th, homes)
         mus = [total * prob[node].sum(axis=ax) if ax else total * prob[node] for _, node, ax, _, _, _ in meas]
         diffs = [mu - y for mu, (_, _, _, _, y, _) in zip(mus, meas)]
         loss = sum(0.5 * w * float(np.vdot(d, d)) for d, (_, _, _, _, _, w) in zip(diffs, meas))
@@ -415,7 +443,8 @@ def _mirror_descent_numpy(domain: Domain, pooled: list[Measurement], total: floa
 
     alpha = 2.0 / (lip * total)
     loss, mus, grads = evaluate(theta)
-    for _ in range(50 * math.ceil(iters / 50)):
+    block_start, done = loss, 0
+    for done in range(1, 50 * math.ceil(iters / 50) + 1):
         step = list(theta)
         for (k, _, _, shp, _, _), g in zip(meas, grads):
             step[k] = step[k] - alpha * g.reshape(shp)
@@ -426,7 +455,11 @@ def _mirror_descent_numpy(domain: Domain, pooled: list[Measurement], total: floa
             alpha *= 1.01
         else:
             alpha *= 0.5
-    return Model(domain, dict(zip(cliques, theta)), total)
+        if tol > 0 and done % 50 == 0:
+            if block_start - loss <= tol * abs(block_start):
+                break
+            block_start = loss
+    return Model(domain, dict(zip(cliques, theta)), total, done)
 
 
 class ModelMarginals:
