@@ -82,18 +82,27 @@ def randomized_rounding(dprime: np.ndarray, sizes: tuple[int, ...], n_rows: int,
 
 
 def _project_rows(xt: np.ndarray, sizes: tuple[int, ...]) -> None:
-    """In place: project every block of rows of ``xt`` (one-hot columns x relaxed rows) onto the simplex."""
+    """In place: project every block of rows of ``xt`` (one-hot columns x relaxed rows) onto the simplex.
+
+    Each block is sorted and summed along its rows in a contiguous transposed
+    copy (relaxed rows x levels): sorting is exact and a cumulative sum adds in
+    order, so the values are those of the same operations along axis 0, at a
+    fraction of the strided cost.
+    """
     start = 0
     n = xt.shape[1]
+    rows = np.arange(n)
     for k in sizes:
         z = xt[start:start + k]
-        u = -np.sort(-z, axis=0)
-        css = np.cumsum(u, axis=0) - 1.0
-        ind = np.arange(1, k + 1)[:, None]
-        r = (u - css / ind > 0).sum(axis=0)                    # sorted prefix where the condition holds
-        theta = css[r - 1, np.arange(n)] / r
-        np.maximum(z - theta, 0.0, out=z)
         start += k
+        u = np.sort(z.T, axis=1)                                # ascending, (n', k), contiguous
+        u = u[:, ::-1]                                          # descending
+        css = np.cumsum(u, axis=1)
+        css -= 1.0
+        ind = np.arange(1, k + 1, dtype=np.float64)
+        r = (u - css / ind > 0).sum(axis=1)                     # sorted prefix where the condition holds
+        theta = css[rows, r - 1] / r
+        np.maximum(z - theta, 0.0, out=z)
 
 
 def fit_relaxed(x: np.ndarray, qidx: np.ndarray, target: np.ndarray, sizes: tuple[int, ...], iterations: int,
@@ -116,6 +125,7 @@ def fit_relaxed(x: np.ndarray, qidx: np.ndarray, target: np.ndarray, sizes: tupl
     xt[:width] = x.T
     b1, b2, eps = 0.9, 0.999, 1e-8
     mom, vel = np.zeros((width, n_prime), np.float32), np.zeros((width, n_prime), np.float32)
+    buf, step = np.empty((width, n_prime), np.float32), np.empty((width, n_prime), np.float32)
     target = np.asarray(target, dtype=np.float32)
     prev = math.inf
     t = 0
@@ -128,11 +138,15 @@ def fit_relaxed(x: np.ndarray, qidx: np.ndarray, target: np.ndarray, sizes: tupl
             break
         coef = (err / np.float32(val * n_prime))[:, None]
         g = (sel @ np.concatenate([p12 * coef, p0 * p2 * coef, p0 * p1 * coef]))[:width]
-        mom *= b1
-        mom += (1 - b1) * g
+        mom *= b1                                   # in place into two buffers: the same operations in order
+        np.multiply(g, 1 - b1, out=buf)
+        mom += buf
         vel *= b2
-        vel += (1 - b2) * g * g
-        step = np.sqrt(vel * np.float32(1 / (1 - b2 ** (t + 1))))
+        np.multiply(g, 1 - b2, out=buf)
+        buf *= g
+        vel += buf
+        np.multiply(vel, np.float32(1 / (1 - b2 ** (t + 1))), out=step)
+        np.sqrt(step, out=step)
         step += eps
         np.divide(mom, step, out=step)
         step *= np.float32(lr / (1 - b1 ** (t + 1)))
