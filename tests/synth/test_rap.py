@@ -111,6 +111,18 @@ def test_relaxed_pieces_agree_with_exact_answers(data):
         start += k
 
 
+def test_fit_projection_equals_the_row_wise_projection(data):
+    """The fit's in-place projection (blocks of a transposed float32 table) gives simplex_project_blocks' values."""
+    from dpstats.synth.mechanisms.rap import _project_rows
+
+    sizes = data.domain.shape + (1, 2)
+    for scale in (0.01, 1.0, 100.0):
+        x = (np.random.default_rng(3).normal(size=(300, sum(sizes))) * scale).astype(np.float32)
+        xt = np.ascontiguousarray(x.T)
+        _project_rows(xt, sizes)
+        np.testing.assert_array_equal(xt.T, simplex_project_blocks(x, sizes))
+
+
 def test_fit_reduces_the_loss(data):
     sizes = data.domain.shape
     rng = np.random.default_rng(2)
