@@ -196,6 +196,15 @@ def point_guard(out, center: np.ndarray, half: np.ndarray, find: np.ndarray, pri
     3. **Hopeless.** When ``hopeless`` (a public rule on ``n`` and the
        per-draw range budget: the range draws cannot beat chance), every
        privately ranged column is released as its prior centre.
+    4. **Null.** Otherwise, a privately ranged column whose clamped release
+       lies within one standard deviation of its own final noise
+       (``noise_z / 2``) of the prior centre is released as the prior centre:
+       the release cannot tell its mean from it (a hard threshold, as
+       fwl_score's shrinkage towards 0). This catches ranges drawn far too
+       wide around the data, where the noise, scaled by the half-width, is
+       larger than the data's distance from 0. Its standard error is kept,
+       and the shift is added to its bias allowance, so the interval still
+       holds the unguarded one's centre.
 
     Returns
     -------
@@ -203,7 +212,8 @@ def point_guard(out, center: np.ndarray, half: np.ndarray, find: np.ndarray, pri
         With the guarded estimate, the details ``guard`` (which columns were
         replaced: a function of released values and public facts), and, when
         the release carries a standard error, an infinite one for every
-        replaced column (the release says nothing about those columns).
+        column replaced by rules 2 and 3 (the release says nothing about
+        those columns) and the shift of rule 4 added to ``bias_bound``.
     """
     est = np.asarray(out.estimate, dtype=float).copy()
     live = half > 0
@@ -218,12 +228,17 @@ def point_guard(out, center: np.ndarray, half: np.ndarray, find: np.ndarray, pri
         far = np.abs(center - prior) > 2.0 * half
         toward = -np.sign(center - prior) * z  # +1: pinned at the end that faces the prior centre
         fired = find & live & far & (toward >= 1.0 - margin)
-    est = np.where(fired, prior, est)
-    details = {**out.details, "guard": fired.copy()}
-    se = out.std_error
+    null = np.zeros(est.size, bool)
+    if noise_z is not None and not hopeless:
+        null = find & live & ~fired & (np.abs(est - prior) < 0.5 * half * np.asarray(noise_z, float))
+    shift = np.where(null, np.abs(est - prior), 0.0)
+    est = np.where(fired | null, prior, est)
+    details = {**out.details, "guard": fired | null}
+    se, bias = out.std_error, out.bias_bound
     if se is not None:
         se = np.where(fired, np.inf, se)
-    return replace(out, estimate=est, details=details, std_error=se)
+        bias = shift if bias is None else np.asarray(bias, float) + shift
+    return replace(out, estimate=est, details=details, std_error=se, bias_bound=bias)
 
 
 def clipping_excess(X: np.ndarray, center: np.ndarray, half: np.ndarray, stretch: float, acc, fraction: float,
@@ -397,7 +412,9 @@ class AdaptiveWhiten(Algorithm):
        the release to the box and gives a column its prior centre (and an
        infinite standard error) when its release is pinned at the end of a
        far range that faces the prior centre, or, for every privately ranged
-       column, when ``n eps_0 < guard_min`` (public).
+       column, when ``n eps_0 < guard_min`` (public); also (standard error
+       kept, bias allowance widened) when the release is within one noise
+       standard deviation of the prior centre.
     """
 
     name = "adaptive_whiten"
@@ -418,8 +435,9 @@ class AdaptiveWhiten(Algorithm):
                                "API's intervals use interval_params"),
         "stretch": Param(3.0, "ours: the clipping excess is measured inside a box this many times wider"),
         "guard": Param(True, "ours: point guard (post-processing, free): clamp to the released box, and release the "
-                             "prior centre for a column pinned at the end of a far range that faces it, or for every "
-                             "privately ranged column when n eps_0 < guard_min (point_guard)"),
+                             "prior centre for a column pinned at the end of a far range that faces it, for one within one "
+                             "noise sd of it, or for every privately ranged column when n eps_0 < guard_min "
+                             "(point_guard)"),
         "guard_min": Param(16.0, "ours: below n eps_0 = 16 (eps_0 the budget of one range draw) the range draws land "
                                  "at random on the prior grid (the 48 states at eps <= 3); tuned over {0, 8, 16, 24}"),
     }

@@ -611,8 +611,30 @@ def test_point_guard_clamp_never_moves_away_from_the_clipped_mean():
         cm = center + half * rng.uniform(-1, 1, 3)  # any clipped mean: inside the box
         fired = g.details["guard"]
         assert np.all((np.abs(g.estimate - cm) <= np.abs(est - cm) + 1e-12) | fired)
-        assert np.all(g.estimate[fired] == 0.0) and np.all(np.isinf(g.std_error[fired]))
+        assert np.all(g.estimate[fired] == 0.0) and np.all(np.isinf(g.std_error[fired][1:]))
         # the second column's box [8, 12] lies beyond 2 half-widths of 0: pinned at 8 it fires, pinned at 12 not
         z1 = (min(max(est[1], 8.0), 12.0) - 10.0) / 2.0
         assert fired[1] == (z1 <= -0.9)
-        assert not fired[0] and not fired[2]  # [-1, 1] holds the prior centre; a public constant column
+        # [-1, 1] holds the prior centre: only the null rule (within one noise sd, 0.05, of it); a public constant
+        assert fired[0] == (abs(np.clip(est[0], -1.0, 1.0)) < 0.05) and not fired[2]
+        if fired[0] and not fired[1]:
+            assert g.bias_bound[0] == pytest.approx(abs(np.clip(est[0], -1.0, 1.0))) and np.isfinite(g.std_error[0])
+
+
+def test_point_guard_null_rule_on_graddy(public_corpus):
+    """graddy97 (n = 386) at eps 1, seed 4: a range of 387704 +- 536871 for a column near 1.3, released at -9975 with a
+    noise sd near 5e4; within one noise sd of the prior centre, the release is 0 (and its interval widened to hold the
+    unguarded one)."""
+    from dpstats.algorithms.mean.adaptive import AdaptiveWhiten
+
+    (o,), (r,) = _corpus_runs(public_corpus, "mean_graddy97_discrim", 1.0, [4])
+    (o0,), (r0,) = _corpus_runs(public_corpus, "mean_graddy97_discrim", 1.0, [4], guard=False)
+    assert o.details["guard"].tolist() == [False, False, True, False, False] and o.estimate[2] == 0.0
+    assert r < 30 and r0 > 1e4
+    (oi,), _ = _corpus_runs(public_corpus, "mean_graddy97_discrim", 1.0, [4], **AdaptiveWhiten.interval_params)
+    (oi0,), _ = _corpus_runs(public_corpus, "mean_graddy97_discrim", 1.0, [4], guard=False,
+                             **AdaptiveWhiten.interval_params)
+    j = 2
+    if oi.details["guard"][j] and np.isfinite(oi.std_error[j]):
+        lo, hi = oi.estimate[j] - oi.bias_bound[j], oi.estimate[j] + oi.bias_bound[j]
+        assert lo <= min(oi0.estimate[j], 0.0) and hi >= max(oi0.estimate[j], 0.0)
