@@ -7,7 +7,11 @@ rho``), then ``steps`` Gaussian gradient sums per later attribute (L2
 sensitivity ``2 clip``, ``sigma = 2 clip / sqrt(2 rho_step)``), each noise
 draw matched by a ledger entry, the costs summing to ``rho``. The clipping
 test computes the clipped gradient sum on replace-one neighbours of the real
-data and checks that it moves by at most ``2 clip`` and comes close to it.
+data and checks that it moves by at most ``2 clip`` and comes close to it; the
+violation counts of a learned DC weight likewise (``2 (n - 1)``, attained).
+A probe accountant that replaces every Gaussian release by zeros checks that
+the output is built from what the charging calls return, never from the
+exact statistics.
 """
 
 from __future__ import annotations
@@ -247,3 +251,28 @@ def test_violation_count_sensitivity_on_replace_one_neighbours(data):
     moved[0] = [1, 1]
     dc = parse_constraint("t1&t2&IQ(t1.a,t2.a)&IQ(t1.b,t2.b)")
     assert violations(moved, dom, dc) - violations(same, dom, dc) == 2 * 49
+
+
+class _ZeroingAccountant(ZCDPAccountant):
+    """Charges like a ZCDPAccountant, but every Gaussian release is replaced by zeros (a probe, not a mechanism)."""
+
+    def gaussian(self, mechanism, value, **kw):
+        super().gaussian(mechanism, value, **kw)
+        return np.zeros(np.shape(value)) if np.ndim(value) else 0.0
+
+
+def test_the_release_uses_only_the_charged_outputs(data):
+    """The models, the first histogram and the learned rates are built from what the charging calls return.
+
+    With every Gaussian release replaced by zeros, the models never move from 0 (uniform conditionals), the
+    first column is uniform and the learned DC's target rate is 0: no exact statistic reaches the output.
+    """
+    acc = _ZeroingAccountant(EPS, DELTA)
+    res = Kamino(steps=4, label="y", order=COLS, constraints=[("job -> education", "learn")]).synthesize(
+        data, EPS, DELTA, np.random.default_rng(0), accountant=acc)
+    assert res.details["target_rates"] == [0.0]
+    for j, k in enumerate(data.domain.shape):
+        if data.domain.names[j] == "education":          # reweighted by the DC
+            continue
+        freq = np.bincount(res.data.codes[:, j], minlength=k) / res.data.n
+        assert np.abs(freq - 1.0 / k).max() < 4 * math.sqrt(1.0 / (k * res.data.n)) + 0.01, data.domain.names[j]
