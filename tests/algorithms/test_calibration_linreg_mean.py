@@ -237,7 +237,8 @@ def check_draws(rng, expected):
     assert len(got) == len(expected), ([(d.method, d.scale, d.count) for d in got], expected)
     for d, (method, scale, count) in zip(got, expected):
         assert d.method == method and d.count == count
-        assert d.scale == pytest.approx(scale, rel=RTOL)
+        if scale is not None:  # None: checked by the caller
+            assert d.scale == pytest.approx(scale, rel=RTOL)
 
 
 # --------------------------------------------------------------------------
@@ -675,17 +676,23 @@ def test_dpnewton_every_stage(iid, eps, seed, spies):
     s_xx, s_xy = joint_sigmas(D, D, 1.0, 1.0, 0.4 * rho)  # preconditioner, ratio 1
     assert s_xy == s_xx
     C = float(POSITIVE_GRID[spies.em[-1].index])  # the released clip level
-    assert out.details["clip"] == C
-    rest = rho - spent - 0.4 * rho - eps_c**2 / 8
-    sigma = gauss_sigma(2.0 * C, rest / T)  # Newton steps: sensitivity 2C, T equal shares
-    check_draws(rng, [("normal", s_xx, des.n_released()), ("normal", s_xx, d)] + [("normal", sigma, d)] * T)
-    check_ledger(out, [e * e / 8 for e in em_eps] + [0.4 * rho, eps_c**2 / 8] + [rest / T] * T, rho)
+    assert out.details["guard"] == []  # the point guard does not fire on these instances
+    # the point guard's two counts of y's rows (away from the centre, above it): 0.1 rho (at most a third of what
+    # is left for the steps), sensitivity sqrt(2)
+    rho_g = min(0.1 * rho, (rho - spent - 0.4 * rho - eps_c**2 / 8) / 3) if des.y_bounds is None else 0.0
+    guard = [("normal", gauss_sigma(math.sqrt(2.0), rho_g), 2)] if rho_g else []
+    rest = rho - spent - 0.4 * rho - rho_g - eps_c**2 / 8
+    check_draws(rng, [("normal", s_xx, des.n_released()), ("normal", s_xx, d)] + guard
+                + [("normal", None, d)] * T)
+    check_ledger(out, [e * e / 8 for e in em_eps] + [0.4 * rho] + ([rho_g] if rho_g else []) + [eps_c**2 / 8]
+                 + [rest / T] * T, rho)
     # replay (dpnewton page, steps 2-6): the Gram and the Newton steps use the box-clipped rows, the steps clip at C
     from scipy import linalg
 
     B = std_basis(data, facts, spies, out.details["scale_q"], k_sd=out.details["k_sd"])
     assert np.all(np.sum(B.Z**2, axis=1) <= D + 1e-9)
     e_xx, e_xy, *steps = noise_values(seed, rng)
+    steps = steps[1:] if rho_g else steps
     G = B.Z.T @ B.Z
     lam = s_xx * math.sqrt(d)
     assert out.details["ridge"] == pytest.approx(lam, rel=RTOL)
@@ -695,10 +702,16 @@ def test_dpnewton_every_stage(iid, eps, seed, spies):
     L = linalg.cholesky((V * w) @ V.T, lower=True)
     W = linalg.solve_triangular(L, B.Z.T, lower=True).T
     wn = np.linalg.norm(W, axis=1)
-    for e in steps:
+    draws = rng.noise()[-T:]
+    for e, dr in zip(steps, draws):
+        # the clip is capped by its public bound sqrt(D / lambda_min(P)) (1 + sqrt(D) ||theta||) (post-processing)
+        Ct = min(C, math.sqrt(D / float(np.min(w))) * (1.0 + math.sqrt(D) * float(np.linalg.norm(theta))))
+        sigma = gauss_sigma(2.0 * Ct, rest / T)  # Newton steps: sensitivity 2 C_t, T equal shares
+        assert dr.scale == pytest.approx(sigma, rel=RTOL)
         r = B.u - B.Z @ theta
-        g = W.T @ (r * np.minimum(1.0, C / np.maximum(wn * np.abs(r), 1e-300))) + e
+        g = W.T @ (r * np.minimum(1.0, Ct / np.maximum(wn * np.abs(r), 1e-300))) + e
         theta = theta + linalg.solve_triangular(L.T, g, lower=False)
+    assert out.details["clip"] == Ct
     if d >= 3:
         v = L.T @ theta
         theta = theta * max(0.0, 1.0 - (d - 2) * sigma**2 / float(v @ v))

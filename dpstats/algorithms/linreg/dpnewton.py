@@ -63,10 +63,12 @@ from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon, em_rho
 from dpstats.algorithms import coefficient_of, register
 from dpstats.algorithms.linreg._utils import (
     BASIS_DETAILS,
+    SIGNED_GRID,
     Structure,
     enforce_structure,
     gram_pattern,
     private_basis,
+    private_median_midpoint,
     private_norm_bound,
     release_ssp,
     scale_quantile,
@@ -74,7 +76,7 @@ from dpstats.algorithms.linreg._utils import (
 )
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 
-__all__ = ["DPNewton", "range_share", "box_width"]
+__all__ = ["DPNewton", "range_share", "box_width", "basis_failed", "clip_cap"]
 
 
 def range_share(n_private: int, value: float | None) -> float:
@@ -133,6 +135,80 @@ def box_edge_guard(Z: np.ndarray, u: np.ndarray, S, acc: ZCDPAccountant, rho: fl
     noisy = acc.gaussian("rows at the box edge", counts, sensitivity=sens, sigma=sig, rng=rng,
                          note="one count per privately scaled column (and y, and clipped gradients): L2 sensitivity sqrt(k)")
     return bool(np.any(noisy / n > np.array(limits) + 3.0 * sig / n))
+
+
+def basis_failed(H: np.ndarray, b: np.ndarray, S, n: int, sigma_xx: float, sigma_xy: float, k_sd: float,
+                 y_away: np.ndarray | None, centre_limit: float = 0.3, edge_limit: float = 0.5,
+                 away_limit: float = 0.1, side_limit: float = 0.1) -> list[str]:
+    """Which signs of a failed private standardisation the released statistics show (the point guard).
+
+    Post-processing of the released ``H`` (noisy ``Z'Z``) and ``b`` (noisy
+    ``Z'u``), and of the released shares ``y_away`` of rows with ``|u| >=
+    1/(4 k_sd)`` and with ``u > 0`` (paid counts, or ``None`` when ``y`` has
+    a public range):
+
+    * *centre*: a private column (or ``y``) whose mean in the box exceeds
+      ``centre_limit`` (``|H[int, j]| / n`` or ``|b[int]| / n``, plus three
+      noise standard deviations). A private median that missed the data puts
+      every row on one side, at about ``ndtri((1 + q)/2)/k_sd`` (0.55 for a
+      box of 3 sd); a median within the data gives a mean near 0.
+    * *edge*: a private column whose mean square in the box exceeds
+      ``edge_limit`` (``H[j, j] / n`` minus three noise standard deviations):
+      a half-width far too small leaves most rows at the edge (mean square
+      near 1; a sensible one gives ``1/k_sd^2``), and the raw coefficient
+      ``h_y theta_j / h_j`` then multiplies the unclipped column.
+    * *y scale*: fewer than ``away_limit`` of the rows more than a quarter of
+      a standard deviation from the private centre of ``y`` (noisy share, no
+      slack): a half-width of ``y`` far too large makes ``u`` tiny against the
+      Gram noise, which is calibrated to ``|u| <= 1``, and the release is
+      noise times ``h_y``. A sensible half-width leaves about 80 % of normal
+      rows there.
+    * *y centre* (also): more than ``1 - side_limit`` or fewer than
+      ``side_limit`` of the rows above the private centre of ``y`` (noisy
+      share, no slack): a median cell that missed the data puts every row on
+      one side, and ``u`` is then nearly constant (only with an intercept:
+      without one nothing is centred); or more than ``1 - 2 side_limit`` (or
+      fewer than ``2 side_limit``) together with ``|b[int]| / n`` above
+      ``centre_limit`` without slack (both releases agree).
+
+    Returns the names of the failed checks (empty: the guard does not fire).
+    """
+    out = []
+    j0 = S.intercept
+    free = [int(j) for j in np.asarray(S.free, dtype=int)]
+    if j0 is not None:
+        if any(abs(H[j0, j]) / n > centre_limit + 3.0 * sigma_xx / n for j in free):
+            out.append("centre")
+        if S.y_bounds is None and abs(b[j0]) / n > centre_limit + 3.0 * sigma_xy / n:
+            out.append("y centre")
+    if any(H[j, j] / n - 3.0 * sigma_xx / n > edge_limit for j in free):
+        out.append("edge")
+    if y_away is not None:
+        away, above = float(y_away[0]), float(y_away[1])
+        if away < away_limit:
+            out.append("y scale")
+        lopsided = not side_limit <= above <= 1.0 - side_limit
+        # weaker evidence from both releases together: a lopsided count and a large mean of u
+        both = (not 2 * side_limit <= above <= 1.0 - 2 * side_limit) and abs(b[j0]) / n > centre_limit \
+            if j0 is not None else False
+        if j0 is not None and (lopsided or both) and "y centre" not in out:
+            out.append("y centre")
+    return out
+
+
+def clip_cap(D: float, lam_min: float, theta: np.ndarray) -> float:
+    """Public bound on ``||w_i|| |r_i|`` at ``theta``: ``sqrt(D / lam_min) (1 + sqrt(D) ||theta||)``.
+
+    Clipped rows have ``||z_i||^2 <= D`` and ``|u_i| <= 1``, and ``w_i = L^{-1} z_i``
+    with ``L L' = P >= lam_min I``, so ``||w_i|| <= sqrt(D / lam_min)`` and
+    ``|r_i| = |u_i - z_i' theta| <= 1 + sqrt(D) ||theta||``. A private clip
+    above this bound clips nothing that the bound would not, so capping it
+    changes no clipped gradient and only lowers the noise (post-processing of
+    the released ``P`` and ``theta``; the sensitivity ``2C`` holds for the
+    smaller ``C``). It matters when the clip's grid mechanism lands in the
+    empty top of its grid.
+    """
+    return float(math.sqrt(D / lam_min) * (1.0 + math.sqrt(D) * float(np.linalg.norm(theta))))
 
 
 def newton_meat(W: np.ndarray, r: np.ndarray, wn: np.ndarray, C: float, sigma: float, steps: int,
@@ -201,6 +277,11 @@ class DPNewton(Algorithm):
         "se_share": Param(0.0, "ours: share of rho for the noisy meat of the Newton step, a sandwich standard error "
                                "(0: point release only; the API's intervals use interval_params)"),
         "edge_share": Param(0.2, "ours: share of se_share for the counts of rows at the box edge (the guard)"),
+        "point_guard": Param(True, "ours: release the intercept-only model at a private median of y (and an infinite "
+                                   "interval) when the released Gram and a paid count show a failed private "
+                                   "standardisation (basis_failed); the clip is capped by its public bound (clip_cap)"),
+        "guard_share": Param(0.1, "ours: share of rho for the point guard's two counts of y's rows (at most a third "
+                                  "of what the ranges, the Gram, the clip and se_share leave)"),
         "shrink": Param(True, "ours: positive-part James-Stein towards 0 on the final estimate (post-processing); helps at small epsilon, neutral otherwise"),
     }
     #: the method gives a standard error and an interval with these hyperparameters (the API's default)
@@ -213,6 +294,8 @@ class DPNewton(Algorithm):
         "clip_quantile": "public fact: clip level from n, the budget and the hyperparameters",
         "k_sd": "public fact: box width (a hyperparameter, or from n, d and the budget)",
         "sigma_xx": "public fact: noise scale from the public row bound of the standardised basis and the budget",
+        "guard": "paid statistic: from `Z'Z and Z'u (joint Gaussian)` and `rows away from the centre of y` "
+                 "(post-processing: the checks of basis_failed that fired)",
     }
 
     def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
@@ -235,6 +318,31 @@ class DPNewton(Algorithm):
         cal = ssp_calibration(D, D, 1.0, 1.0, p["gram_fraction"] * acc.rho)
         H, b = release_ssp(Z, u, gram_pattern(d, S.groups), cal, acc, "Z'Z and Z'u (joint Gaussian)", rng)
         lam = p["ridge"] * cal.sigma_xx * math.sqrt(d)
+        eps_c = em_epsilon(p["clip_fraction"] * acc.rho, bound="bounded_range")
+        T = int(p["steps"])
+        rho_se = float(p["se_share"]) * acc.rho  # kept back for the sandwich (step 5b)
+        # the point guard's counts: guard_share of rho, at most a third of what the clip and the sandwich leave
+        rho_g = 0.0
+        if p["point_guard"] and S.y_bounds is None:
+            avail = acc.remaining - em_rho(eps_c, bound="bounded_range") - rho_se
+            rho_g = min(float(p["guard_share"]) * acc.rho, avail / 3.0)
+        rho_step = (acc.remaining - rho_g - em_rho(eps_c, bound="bounded_range") - rho_se) / T
+        qc = 1.0 - p["clip_kappa"] / math.sqrt(2.0 * n * rho_step)
+        qc = max(0.5, min(qc, scale_quantile(n, eps_c, lo=0.5, hi=p["clip_max_level"])))
+        guard: list[str] = []
+        if p["point_guard"]:
+            y_away = None
+            if rho_g > 0:
+                uy = basis.transform_y(y)
+                cnt = np.array([np.sum(np.abs(uy) >= 0.25 / k_sd), np.sum(uy > 0)], dtype=float)
+                sens_g = math.sqrt(2.0)
+                sig_g = acc.gaussian_sigma(sens_g, fraction=rho_g / acc.rho)
+                y_away = acc.gaussian("rows away from the centre of y", cnt, sensitivity=sens_g, sigma=sig_g, rng=rng,
+                                      note="counts of rows with |u| >= 1/(4 k_sd) and with u > 0: "
+                                           "replace-one L2 sensitivity sqrt(2)") / n
+            guard = basis_failed(H, b, S, n, cal.sigma_xx, cal.sigma_xy, k_sd, y_away)
+            if guard:
+                return self._fallback(y, S, acc, rng, n, d, guard, lam, qc, k_sd, cal, basis)
         w, V = linalg.eigh(H)
         w = np.maximum(w, 0.0) + lam
         theta = V @ ((V.T @ b) / w)
@@ -243,17 +351,15 @@ class DPNewton(Algorithm):
         # 3. whitened rows and the gradient clip
         W = linalg.solve_triangular(L, Z.T, lower=True).T
         wn = np.linalg.norm(W, axis=1)
-        eps_c = em_epsilon(p["clip_fraction"] * acc.rho, bound="bounded_range")
-        T = int(p["steps"])
-        rho_se = float(p["se_share"]) * acc.rho  # kept back for the sandwich (step 5b)
-        rho_step = (acc.remaining - em_rho(eps_c, bound="bounded_range") - rho_se) / T
-        qc = 1.0 - p["clip_kappa"] / math.sqrt(2.0 * n * rho_step)
-        qc = max(0.5, min(qc, scale_quantile(n, eps_c, lo=0.5, hi=p["clip_max_level"])))
         r = u - Z @ theta
         C = private_norm_bound(wn * np.abs(r), qc, acc, "gradient clip bound", eps_c, rng,
                                note="quantile of ||w_i|| |r_i|, replace-one sensitivity 1")
+        C_priv = C
         # 4. Newton steps
         for t in range(T):
+            if p["point_guard"]:
+                # post-processing: no clipped gradient exceeds the public bound at the released theta
+                C = min(C_priv, clip_cap(D, float(np.min(w)), theta))
             r = u - Z @ theta
             gn = wn * np.abs(r)
             f = np.minimum(1.0, C / np.maximum(gn, 1e-300))
@@ -277,7 +383,7 @@ class DPNewton(Algorithm):
             theta = theta * max(0.0, 1.0 - (d - 2) * sigma**2 / max(float(v @ v), 1e-300))
         out = self.release(
             basis.coef_to_raw(theta), acc, ridge=lam, clip=C, clip_quantile=qc, k_sd=k_sd,
-            sigma_xx=cal.sigma_xx, **basis.details,
+            sigma_xx=cal.sigma_xx, guard=guard, **basis.details,
         )
         if cov_g is None:
             return out
@@ -303,6 +409,30 @@ class DPNewton(Algorithm):
         if clipped:
             se = np.full(d, np.inf)
         return replace(out, std_error=se, df=float(max(n - d, 1)), bias_bound=bias)
+
+    def _fallback(self, y, S, acc, rng, n, d, guard, lam, qc, k_sd, cal, basis):
+        """The guard's release: the intercept-only model at a private median of ``y``, an infinite interval.
+
+        The rest of the budget goes to one tie-robust grid exponential
+        mechanism for the median cell of ``y`` on the fine signed grid
+        (``eps^2/8``-zCDP by bounded range); the intercept is its midpoint
+        and every other coefficient 0 (without an intercept, all 0: the median
+        is drawn only to spend the budget as the other branch does).
+        """
+        eps_m = em_epsilon(acc.remaining, bound="bounded_range")
+        med = private_median_midpoint(np.asarray(y, dtype=float), SIGNED_GRID, acc, "guard: median of y", eps_m, rng,
+                                      note="fallback of the point guard")
+        beta = np.zeros(d)
+        # the grid mechanism finds the median cell only when eps n / 4 (the score of a cell beyond the data's
+        # middle half) clears log |grid| by a margin; otherwise its draw is nearly uniform on a grid reaching
+        # 2^36, and 0 is the safer intercept (a public rule on n and the budget)
+        if S.intercept is not None and eps_m * n / 4.0 >= math.log(SIGNED_GRID.size) + 2.0:
+            beta[S.intercept] = med
+        out = self.release(beta, acc, ridge=lam, clip_quantile=qc, k_sd=k_sd,
+                           sigma_xx=cal.sigma_xx, guard=guard, **basis.details)
+        if float(self.params["se_share"]) <= 0:
+            return out
+        return replace(out, std_error=np.full(d, np.inf), df=float(max(n - d, 1)), bias_bound=np.zeros(d))
 
 
 coefficient_of(DPNewton)

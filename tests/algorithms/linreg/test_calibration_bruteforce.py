@@ -405,6 +405,7 @@ _ALLOWED_DETAILS = {
     "lambda", "sigma_xx", "sigma_xy", "sigma_lambda", "sigma",  # functions of released noisy values / bounds
     "m", "threshold",  # public
     "ridge", "clip", "clip_quantile", "k_sd",  # dpnewton: from the noisy Gram, the private clip quantile, public n, d, rho
+    "guard",  # dpnewton: which checks of the point guard fired (from the noisy Gram and the paid counts of y's rows)
 }
 
 
