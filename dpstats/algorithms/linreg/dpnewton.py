@@ -32,12 +32,19 @@ Algorithm (replace-one neighbours; zCDP accounting throughout)
    ``P = V max(Lambda, 0) V' + lambda I`` with
    ``lambda = ridge * sigma_xx * sqrt(d)`` (about half the noise's operator
    norm); ``theta_0 = P^{-1} Z'u~``; ``P = L L'``.
+2b. *Point guard* (``point_guard``, ``guard_share``): two counts of ``y``'s
+   rows (away from the private centre, above it; one Gaussian, L2
+   sensitivity ``sqrt(2)``) and the released Gram show whether the private
+   standardisation failed (:func:`basis_failed`, post-processing); if so the
+   rest of the budget buys a private median of ``y`` and the release is the
+   intercept-only model with an infinite interval.
 3. *Gradient clip* (``clip_fraction``): ``C`` is a private quantile of
    ``||w_i|| |r_i|`` at ``theta_0``, where ``w_i = L^{-1} z_i`` are the
    whitened rows and ``r_i = u_i - z_i' theta_0``; its level is
    ``1 - clip_kappa / sqrt(2 n rho_step)`` (clipping bias matters more as
    ``n`` and the budget grow), capped where the grid mechanism stays reliable
-   and at ``clip_max_level``.
+   and at ``clip_max_level``; with the guard, each step's clip is capped by
+   its public bound :func:`clip_cap` (post-processing).
 4. *Newton steps* (the rest, ``steps`` equal shares): ``theta <- theta +
    L^{-T} (sum_i clip_C(w_i r_i) + N(0, sigma^2 I))``; replacing one row
    changes the clipped sum by at most ``2C``, so ``sigma = 2C/sqrt(2 rho_step)``.
