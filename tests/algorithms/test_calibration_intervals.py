@@ -174,3 +174,28 @@ def test_blb_coinpress_interval_guard(corpus, iid, eps, seed):
     assert d_cnt.scale == pytest.approx(1.0 / math.sqrt(2.0 * 0.02 * rho), rel=RTOL)
     if iid == "nsw_cps_raw":  # most subsets have no treated unit: the interval must be infinite
         assert not np.isfinite(out.std_error[0])
+
+
+@pytest.mark.parametrize("iid", ["mroz87_lwage", "bm04_call", "caschools_str"])
+def test_fwl_score_interval_check_names_the_infinite_interval(corpus, iid):
+    """``interval_check`` says which released-value check made the interval infinite, and "ok" iff it is finite.
+
+    At epsilon 1 the small instances (mroz87_lwage, n = 428, four columns scaled privately; caschools_str)
+    mostly fail the private standardisation; bm04_call (n = 4870, public dummies) mostly passes. Every
+    seed must give a consistent pair (check, std_error), and the failed standardisation must also set the
+    estimate to 0 (gram_guard).
+    """
+    cls = get("sce", "fwl_score")
+    inst = corpus.instance(iid)
+    checks = []
+    for seed in range(6):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = cls(**cls.interval_params).run(inst.task_data(), inst.facts, 1.0, DELTA, np.random.default_rng(seed))
+        c = out.details["interval_check"]
+        checks.append(c)
+        assert (c == "ok") == bool(np.isfinite(out.std_error[0])), (seed, c, out.std_error)
+        if c.startswith("failed standardisation"):
+            assert out.estimate[0] == 0.0
+    expect_ok = {"mroz87_lwage": False, "bm04_call": True, "caschools_str": False}[iid]
+    assert (checks.count("ok") >= 4) == expect_ok, checks

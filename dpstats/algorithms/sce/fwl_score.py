@@ -381,6 +381,7 @@ def fwl_score_release(
         nuis, dil = nuisance_spread(P, theta_r, Tr, rng)
         noise_r = math.sqrt(sig_S**2 + (S / Tr) ** 2 * sig_T**2) / Tr * abs(unit)
         se = score_std_error(Q, sig_Q, T_raw, T_raw, sig_T, math.hypot(noise_r, nuis * abs(unit)), unit)
+        check = "ok" if math.isfinite(se) else "denominator is noise"
         # regression dilution: sum u^2 holds the nuisance error dgamma' Z'Z dgamma besides the partialled
         # x, which attenuates S / T by R = (T - dilution) / T; the interval spans the attenuated and the
         # corrected estimate, and is infinite when R cannot be told from 0
@@ -388,12 +389,14 @@ def fwl_score_release(
         if not (reliab >= min_reliability) or T_raw - dil <= 3.0 * sig_T:
             se = math.inf
             reliab = 1.0
+            check = "regression dilution" if check == "ok" else check
         se = se / reliab
         raw_lo, raw_hi = theta_r * unit, theta_r * unit / reliab
         if not scales_ok or gram_failed:
             se = math.inf
+            check = "failed standardisation (scales)" if not scales_ok else "failed standardisation (Gram)"
         extra = {"std_error": se, "bias_bound": max(abs(raw_lo - est), abs(raw_hi - est)), "sigma_Q": sig_Q,
-                 "reliability": reliab}
+                 "reliability": reliab, "interval_check": check}
     return float(est), {**extra,
         "theta0": float(theta0 * unit), "unshrunk": float(raw), "scales_ok": bool(scales_ok),
         "noise_sd": float(noise_sd), "row_bound": P.row_bound, "sigma_gram": P.sigma_gram, "C_u": C_u, "C_v": C_v,
@@ -513,6 +516,9 @@ class FWLScore(Algorithm):
                        "(simulated nuisance error, post-processing)",
         "sigma_Q": "paid statistic: C_u^2 C_v^2 / sqrt(2 rho_Q), from `grid quantile |u|`, `grid quantile |v|` "
                    "(or the bounds)",
+        "interval_check": "paid statistic: which check made the interval infinite ('ok' when none did), a "
+                          "function of `Gaussian sum of clip(u)^2`, the `Gaussian Gram of (1, controls, x, y)`, "
+                          "`grid quantile (row norm)` and `grid quantile |u|`",
     }
 
     def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
