@@ -199,3 +199,34 @@ def test_fwl_score_interval_check_names_the_infinite_interval(corpus, iid):
             assert out.estimate[0] == 0.0
     expect_ok = {"mroz87_lwage": False, "bm04_call": True, "caschools_str": False}[iid]
     assert (checks.count("ok") >= 4) == expect_ok, checks
+
+
+@pytest.mark.parametrize("iid,eps,fires", [("cigar_panel", 10.0, True), ("guns_fe", 10.0, True),
+                                           ("card95_ols_full", 10.0, False), ("bm04_call", 3.0, False)])
+def test_fwl_score_unresolved_controls_make_the_interval_infinite(corpus, iid, eps, fires):
+    """Fixed-effect designs: the noisy Gram floors dozens of control directions, whose bias the interval cannot see.
+
+    On cigar_panel (46 state dummies and 31 year dummies, n = 1380) and guns_fe the public-corpus coverage
+    of the finite interval was 0-20 % with widths below the non-private ones; the interval must now be
+    infinite ("unresolved controls") while the point release and the ledger stay exactly as with the check
+    off. On card95_ols_full and bm04_call (few controls) the check stays quiet.
+    """
+    cls = get("sce", "fwl_score")
+    inst = corpus.instance(iid)
+    outs = {}
+    for mf in (cls.defaults["max_floored"].value, 0):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            outs[mf] = cls(**cls.interval_params, max_floored=mf).run(inst.task_data(), inst.facts, eps, DELTA,
+                                                                      np.random.default_rng(3))
+    on, off = outs[cls.defaults["max_floored"].value], outs[0]
+    assert on.estimate[0] == off.estimate[0]
+    assert [e[:3] for e in on.ledger] == [e[:3] for e in off.ledger]
+    floored = on.details["floored_directions"]
+    assert (floored >= cls.defaults["max_floored"].value) == fires, floored
+    if fires:
+        assert on.details["interval_check"] == "unresolved controls"
+        assert not np.isfinite(on.std_error[0]) and np.isfinite(off.std_error[0])
+    else:
+        assert on.details["interval_check"] == off.details["interval_check"]
+        assert on.std_error[0] == off.std_error[0]
