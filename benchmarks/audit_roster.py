@@ -231,7 +231,8 @@ def main(argv=None) -> int:
         done = json.loads(partial.read_text()) if args.resume and partial.exists() else {}
         skipped: list[str] = []
         for task in args.tasks:
-            for cls in list_algorithms(task, "standard"):
+            # opt-in algorithms (slow synthesize-then-estimate) are audited when named with --only
+            for cls in list_algorithms(task, "standard", opt_in=bool(args.only)):
                 if args.only and cls.name not in args.only:
                     continue
                 kw = dict(OVERRIDES.get((task, cls.name), {}))
@@ -270,7 +271,7 @@ def main(argv=None) -> int:
             for r in merged:
                 r.setdefault("command", main_command)
             order = {(t, c.name): i for i, (t, c) in enumerate((t, c) for t in ("sce", "linreg", "mean")
-                                                                for c in list_algorithms(t, "standard"))}
+                                                                for c in list_algorithms(t, "standard", opt_in=True))}
             rows = sorted(merged + list(new.values()), key=lambda r: order.get((r["task"], r["algorithm"]), 1 << 30))
             results["command"] = main_command
         else:

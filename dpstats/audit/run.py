@@ -101,7 +101,7 @@ def resolve_algorithm(spec: str | type, task: str | None = None) -> type:
         except Exception as exc:  # noqa: BLE001 - a plugin that raises on import is bad input
             raise ValueError(f"algorithm: plugin {spec!r} raised on import: {type(exc).__name__}: {exc}") from None
     else:
-        tasks = [a.task for a in list_algorithms() if a.name == spec]
+        tasks = [a.task for a in list_algorithms(opt_in=True) if a.name == spec]  # opt-in ones by name too
         if not tasks:
             known = ", ".join(sorted({a.name for a in list_algorithms(task)}))
             raise ValueError(f"algorithm: unknown algorithm {spec!r}{'' if task is None else ' for task ' + task}; "
