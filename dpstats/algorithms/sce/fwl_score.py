@@ -67,13 +67,18 @@ def _design_columns(facts, d: int) -> tuple[list[int], int | None]:
     return controls, icpt
 
 
-def _nuisance(G: np.ndarray, ia: list[int], gx: int, gy: int, floor_ev: float) -> tuple[np.ndarray, np.ndarray]:
-    """Projections of x and y on the columns ``ia`` from a (noisy) Gram matrix, eigenvalues floored."""
+def _nuisance(G: np.ndarray, ia: list[int], gx: int, gy: int,
+              floor_ev: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """Projections of x and y on the columns ``ia`` from a (noisy) Gram matrix, eigenvalues floored.
+
+    Also returns how many eigenvalues the floor raised (see ``Partialled.floored``).
+    """
     Hs = G[np.ix_(ia, ia)]
     ev, V = np.linalg.eigh(0.5 * (Hs + Hs.T))
+    floored = int(np.sum(ev < floor_ev))
     ev = np.maximum(ev, floor_ev)
     sol = V @ ((V.T @ G[np.ix_(ia, [gx, gy])]) / ev[:, None])
-    return sol[:, 0], sol[:, 1]
+    return sol[:, 0], sol[:, 1], floored
 
 
 @dataclass(frozen=True)
@@ -116,6 +121,13 @@ class Partialled:
     G: np.ndarray | None = None
     ia: tuple[int, ...] = ()
     floor_ev: float = 0.0
+    #: eigenvalues of the released controls' Gram below ``floor_ev``. Along such a direction the nuisance
+    #: projection is shrunk almost to 0, so ``u`` and ``v`` keep that direction's share of ``x`` and ``y``: the
+    #: orthogonal score then carries the floored directions' product term, a bias that :func:`nuisance_spread`
+    #: (which re-draws the Gram noise around the floored solution) cannot see. In fixed-effect designs
+    #: (dozens to hundreds of dummies, a few rows each) those directions hold the between-group variation
+    #: that the fixed effects exist to remove.
+    floored: int = 0
     free: tuple[int, ...] = ()
 
     def standardisation_visible_failure(self, n: int, lo: float = 0.02, hi: float = 25.0) -> bool:
@@ -136,24 +148,6 @@ class Partialled:
             if m < lo + slack or m > hi - slack:
                 return True
         return False
-
-    def floored_directions(self) -> int:
-        """How many eigenvalues of the released controls' Gram lie below the floor (post-processing).
-
-        Along such a direction the nuisance projection is shrunk almost to 0,
-        so ``u`` and ``v`` keep that direction's share of ``x`` and ``y``.
-        The orthogonal score then carries the product term of the floored
-        directions, which is a bias, not noise: :func:`nuisance_spread`
-        re-draws the Gram noise around the floored solution and cannot see
-        it. In fixed-effect designs (dozens to hundreds of dummies, a few
-        rows each) those directions hold the between-group variation that
-        the fixed effects exist to remove.
-        """
-        if self.G is None or not self.ia:
-            return 0
-        ia = list(self.ia)
-        H = self.G[np.ix_(ia, ia)]
-        return int(np.sum(np.linalg.eigvalsh(0.5 * (H + H.T)) < self.floor_ev))
 
     def scales_plausible(self, C_u: float, lo: float, hi: float) -> bool:
         """Whether the standardisation worked: row bound per column and the ``u`` clip of unit order."""
@@ -235,7 +229,7 @@ def partial_out(
     # only repair directions the noise made (nearly) non-positive: floor the eigenvalues of the
     # noisy control Gram at ridge * sigma * sqrt(p + 1); no shrinkage of well-determined directions
     floor_ev = ridge * sig_G * math.sqrt(p + 1)
-    gam, dlt = _nuisance(G, ia, gx, gy, floor_ev)
+    gam, dlt, floored = _nuisance(G, ia, gx, gy, floor_ev)
     Dx = G[gx, gx] - gam @ G[ia, gx]
     Nxy = G[gx, gy] - gam @ G[ia, gy]
     Dx_f = max(Dx, sig_G * math.sqrt(p + 1))
@@ -261,7 +255,7 @@ def partial_out(
         u=u, w=w, theta0=float(theta0), unit=float(scale[iy_c] / scale[ix_c]), B_u=B_u, B_w=B_w,
         public_x=bool(public[ix_c]), public_y=bool(public[iy_c]), Dx=float(Dx_f), row_bound=float(B),
         sigma_gram=float(sig_G), p=p, n_private=n_private, G=G, ia=tuple(ia), floor_ev=float(floor_ev),
-        free=tuple(int(c) for c in np.flatnonzero(free)),
+        free=tuple(int(c) for c in np.flatnonzero(free)), floored=floored,
     )
 
 
@@ -411,7 +405,7 @@ def fwl_score_release(
             check = "regression dilution" if check == "ok" else check
         se = se / reliab
         raw_lo, raw_hi = theta_r * unit, theta_r * unit / reliab
-        floored = P.floored_directions()
+        floored = P.floored
         if max_floored > 0 and floored >= max_floored:
             se = math.inf
             check = "unresolved controls" if check == "ok" else check
@@ -454,7 +448,7 @@ def nuisance_spread(P: Partialled, theta: float, T: float, rng: np.random.Genera
         return 0.0, 0.0
     G, ia, p1 = P.G, list(P.ia), P.G.shape[0]
     gx, gy = p1 - 2, p1 - 1
-    g0, d0 = _nuisance(G, ia, gx, gy, P.floor_ev)
+    g0, d0, _ = _nuisance(G, ia, gx, gy, P.floor_ev)
     A = G[np.ix_(ia, ia)]
     iu = np.triu_indices(p1)
     E = np.zeros((n_sim, p1, p1))

@@ -97,14 +97,21 @@ def test_guard_counts_and_fallback_spend_the_budget(corpus):
     assert not any(e.mechanism.startswith("Newton step") for e in out.ledger)
 
 
-def test_guard_counts_have_replace_one_sensitivity_sqrt2(corpus):
-    """Brute force on real rows: replacing one row moves the two counts (|u| >= 1/(4 k), u > 0) by at most 1 each."""
+@pytest.fixture(scope="module")
+def mroz_basis(corpus):
+    """mroz87_lwage_linreg, its enforced design and a private basis (k_sd = 3) drawn at epsilon 1, seed 0."""
     inst = corpus.instance("mroz87_lwage_linreg")
     data, facts = inst.task_data(), inst.facts
-    S = Structure.from_facts(facts, inst.d)
-    Xe = enforce_structure(data.X, S)
+    Xe = enforce_structure(data.X, Structure.from_facts(facts, inst.d))
     acc = ZCDPAccountant(1.0, DELTA)
-    basis = private_basis(Xe, data.y, S, acc, 0.3 * acc.rho, np.random.default_rng(0), k_sd=3.0)
+    basis = private_basis(Xe, data.y, Structure.from_facts(facts, inst.d), acc, 0.3 * acc.rho,
+                          np.random.default_rng(0), k_sd=3.0)
+    return inst, data, Xe, basis
+
+
+def test_guard_counts_have_replace_one_sensitivity_sqrt2(mroz_basis):
+    """Brute force on real rows: replacing one row moves the two counts (|u| >= 1/(4 k), u > 0) by at most 1 each."""
+    inst, data, Xe, basis = mroz_basis
     u = basis.transform_y(data.y)
 
     def counts(v):
@@ -122,16 +129,11 @@ def test_guard_counts_have_replace_one_sensitivity_sqrt2(corpus):
     assert worst == pytest.approx(math.sqrt(2.0))  # attained: the bound is not loose
 
 
-def test_clip_cap_bounds_every_clipped_gradient(corpus):
+def test_clip_cap_bounds_every_clipped_gradient(mroz_basis):
     """clip_cap(D, lam_min, theta) >= ||w_i|| |r_i| on real box-clipped rows, for any theta."""
     from scipy import linalg
 
-    inst = corpus.instance("mroz87_lwage_linreg")
-    data, facts = inst.task_data(), inst.facts
-    S = Structure.from_facts(facts, inst.d)
-    Xe = enforce_structure(data.X, S)
-    acc = ZCDPAccountant(1.0, DELTA)
-    basis = private_basis(Xe, data.y, S, acc, 0.3 * acc.rho, np.random.default_rng(0), k_sd=3.0)
+    inst, data, Xe, basis = mroz_basis
     Z = basis.clip(basis.transform(Xe))
     u = np.clip(basis.transform_y(data.y), -1.0, 1.0)
     D = basis.norm2_bound()
