@@ -157,18 +157,28 @@ def test_a_seeded_release_reveals_a_row_and_a_default_release_does_not() -> None
 
 
 def test_two_calls_without_a_seed_differ(mroz: pd.DataFrame) -> None:
+    """No seed: every call draws fresh noise.
+
+    Compared on methods whose release is continuous: the defaults may release
+    a point of a public grid (dpnewton's guard releases the intercept-only
+    model at a private median cell of y, which fires on about half of the
+    draws on this design at epsilon = 1), so two fresh default releases can
+    coincide by chance. For the defaults, eight fresh calls must not all agree.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)  # no seed: no seed warning
         a = private_coef(mroz, FORMULA, coef="educ", epsilon=1.0, bounds=BOUNDS, method="adassp_std")
         b = private_coef(mroz, FORMULA, coef="educ", epsilon=1.0, bounds=BOUNDS, method="adassp_std")
-        o1 = private_ols(mroz, FORMULA, epsilon=1.0, bounds=BOUNDS)
-        o2 = private_ols(mroz, FORMULA, epsilon=1.0, bounds=BOUNDS)
+        o1 = private_ols(mroz, FORMULA, epsilon=1.0, bounds=BOUNDS, method="adassp_std")
+        o2 = private_ols(mroz, FORMULA, epsilon=1.0, bounds=BOUNDS, method="adassp_std")
         m1 = private_mean(mroz, ["educ"], epsilon=1.0, bounds=BOUNDS)
         m2 = private_mean(mroz, ["educ"], epsilon=1.0, bounds=BOUNDS)
+        defaults = [private_ols(mroz, FORMULA, epsilon=1.0, bounds=BOUNDS) for _ in range(8)]
     assert a.estimate != b.estimate
     assert not np.array_equal(o1.estimate, o2.estimate)
     assert m1.estimate[0] != m2.estimate[0]
-    assert not (a.seeded or o1.seeded or m1.seeded)
+    assert len({tuple(r.estimate) for r in defaults}) > 1
+    assert not any(r.seeded for r in (a, o1, m1, *defaults))
 
 
 @pytest.mark.parametrize("func", ["coef", "ols", "mean"])
