@@ -54,6 +54,11 @@ __all__ = [
     "private_location_scale",
     "gram_sensitivity",
     "noisy_gram",
+    "noisy_symmetric",
+    "group_ids",
+    "demean_within",
+    "within_scatter",
+    "within_scatter_sensitivity",
     "widened_median_scores",
     "private_widened_median",
 ]
@@ -375,13 +380,72 @@ def noisy_gram(
     which the upper triangle is used and mirrored: the lower-triangle draws
     are discarded (so the draws are those of ``rng.normal(0, sigma, (p, p))``).
     """
-    G = A.T @ A
-    p = G.shape[0]
+    return noisy_symmetric(A.T @ A, sigma, rng, acc=acc, sensitivity=sensitivity, mechanism=mechanism, note=note,
+                           public_corner=True)
+
+
+def noisy_symmetric(
+    M: np.ndarray, sigma: float, rng: np.random.Generator, *,
+    acc: Accountant, sensitivity: float, mechanism: str, note: str = "", public_corner: bool = False,
+) -> np.ndarray:
+    """A symmetric matrix plus symmetric Gaussian noise ``N(0, sigma^2)`` on its upper triangle.
+
+    One charge of ``mechanism`` at exactly ``sigma`` with ``sensitivity``, the
+    L2 sensitivity of ``M``'s upper triangle; with ``public_corner`` the entry
+    ``[0, 0]`` is left exact (a public count, as in :func:`noisy_gram`).
+    """
+    p = M.shape[0]
     E = acc.gaussian(mechanism, np.zeros((p, p)), sensitivity=sensitivity, sigma=sigma, rng=rng, note=note)
     E = np.triu(E)
     E = E + np.triu(E, 1).T
-    E[0, 0] = 0.0
-    return G + E
+    if public_corner:
+        E[0, 0] = 0.0
+    return M + E
+
+
+# --------------------------------------------------------------------------
+# Within-group (fixed-effect) statistics
+# --------------------------------------------------------------------------
+
+
+def group_ids(D: np.ndarray) -> np.ndarray:
+    """Row labels ``0..k`` from a treatment-coded dummy block ``D`` (n, k): 0 for the reference level."""
+    D = np.asarray(D)
+    return np.where(D.any(axis=1), np.argmax(D, axis=1) + 1, 0)
+
+
+def demean_within(v: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """``v`` (n,) or (n, p) minus its group means."""
+    counts = np.bincount(groups).astype(float)
+    counts[counts == 0] = 1.0
+    if v.ndim == 1:
+        return v - (np.bincount(groups, weights=v, minlength=counts.size) / counts)[groups]
+    sums = np.zeros((counts.size, v.shape[1]))
+    np.add.at(sums, groups, v)
+    return v - (sums / counts[:, None])[groups]
+
+
+def within_scatter(R: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """``sum_g sum_{i in g} (r_i - rbar_g)(r_i - rbar_g)'``: the Gram matrix of the group-demeaned rows."""
+    Rw = demean_within(R, groups)
+    return Rw.T @ Rw
+
+
+def within_scatter_sensitivity(B: float) -> float:
+    """L2 sensitivity of the upper triangle of :func:`within_scatter` for rows with ``||r|| <= B``.
+
+    Replace-one neighbours; a row's group may change too. By Welford's
+    update, adding a row ``r`` to a group of ``m`` rows with mean ``rbar``
+    adds ``m / (m + 1) (r - rbar)(r - rbar)'`` to the scatter, and removing a
+    row subtracts a term of the same form; every group mean lies in the
+    ball, so ``||r - rbar|| <= 2 B``. A replacement therefore changes the
+    scatter by ``c a a' - c' b b'`` with ``c, c' <= 1`` and
+    ``||a||, ||b|| <= 2 B``, whose Frobenius norm squared
+    ``c^2 ||a||^4 + c'^2 ||b||^4 - 2 c c' (a'b)^2`` is at most ``32 B^4``;
+    the upper triangle's norm is at most the Frobenius norm:
+    ``4 sqrt(2) B^2``.
+    """
+    return float(4.0 * math.sqrt(2.0) * B * B)
 
 
 # --------------------------------------------------------------------------
