@@ -36,16 +36,21 @@ from dpstats.algorithms.base import Algorithm, Param, PublicFacts
 from dpstats.algorithms.sce._utils import (
     EM_BOUND,
     adaptive_quantile,
+    demean_within,
     gram_sensitivity,
+    group_ids,
     is_binary_public,
     noisy_gram,
+    noisy_symmetric,
     positive_grid,
     private_grid_quantile,
     private_location_scale,
+    within_scatter,
+    within_scatter_sensitivity,
 )
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
 
-__all__ = ["FWLScore", "Partialled", "STAGE1_DETAILS", "fwl_score_release", "partial_out"]
+__all__ = ["FWLScore", "Partialled", "STAGE1_DETAILS", "absorbed_block", "fwl_score_release", "partial_out"]
 
 
 def _design_columns(facts, d: int) -> tuple[list[int], int | None]:
@@ -65,6 +70,34 @@ def _design_columns(facts, d: int) -> tuple[list[int], int | None]:
             break
     controls = [c for c in range(d) if c != j and c != icpt]
     return controls, icpt
+
+
+def absorbed_block(facts, controls: list[int], min_levels: int) -> list[int]:
+    """Columns of the categorical term to absorb by within-group demeaning (``[]``: none). Public: names only.
+
+    The candidates are treatment-coded main effects of one categorical
+    variable (columns ``<term>[T.<level>]`` that the design marks as dummies,
+    no interaction) in a design with an intercept: the intercept and such a
+    block span the indicators of the term's levels, so partialling them out is
+    demeaning within those levels (Frisch-Waugh-Lovell) and the coefficient
+    of interest is unchanged. A level whose column the design dropped as
+    collinear merges with the reference level, which is again exactly the
+    span of the columns kept. The term with the most columns is taken when it
+    has at least ``min_levels - 1`` columns (``min_levels`` levels); weighted
+    designs are left alone (their within transformation needs weighted means).
+    """
+    if min_levels <= 0 or getattr(facts, "weighted", False):
+        return []
+    dummies = set(getattr(facts, "dummies", ()))
+    blocks: dict[str, list[int]] = {}
+    for c in controls:
+        name = facts.columns[c]
+        if name in dummies and ":" not in name and "[T." in name:
+            blocks.setdefault(name.split("[T.", 1)[0], []).append(c)
+    if not blocks:
+        return []
+    best = max(blocks.values(), key=len)
+    return best if len(best) + 1 >= min_levels else []
 
 
 def _nuisance(G: np.ndarray, ia: list[int], gx: int, gy: int,
@@ -129,6 +162,11 @@ class Partialled:
     #: that the fixed effects exist to remove.
     floored: int = 0
     free: tuple[int, ...] = ()
+    #: row labels of the absorbed fixed effect (``None``: none absorbed). Private: used only inside the
+    #: within-group statistics, whose sensitivities allow a row to change its group.
+    groups: np.ndarray | None = None
+    #: number of levels of the absorbed term (public: the design's columns)
+    absorbed_levels: int = 0
 
     def standardisation_visible_failure(self, n: int, lo: float = 0.02, hi: float = 25.0) -> bool:
         """Whether the released Gram shows a failed private scale (post-processing).
@@ -142,6 +180,10 @@ class Partialled:
         """
         if self.G is None:
             return False
+        if self.groups is not None:
+            # within groups a small mean square is no sign of a failed scale: the scale is that of the
+            # raw column, and the fixed effects remove its between-group share
+            lo = -math.inf
         for c in self.free:
             m = self.G[c + 1, c + 1] / n
             slack = 3.0 * self.sigma_gram / n
@@ -169,6 +211,7 @@ def partial_out(
     q_row_max: float,
     ridge: float,
     use_bounds: bool = False,
+    absorb: int = 0,
 ) -> Partialled:
     """Stage 1: private standardisation, noisy Gram, nuisance projections; spends ``scale_share + gram_share`` of rho.
 
@@ -177,11 +220,25 @@ def partial_out(
     each, plus a grid quantile of row norms), each ``e``-DP with sensitivity
     1 and charged ``e^2/8`` in zCDP, then one Gaussian Gram matrix with
     sensitivity :func:`gram_sensitivity` of the private row bound.
+
+    With ``absorb`` (a number of levels, 0 for never) the categorical term of
+    :func:`absorbed_block` is absorbed: its dummies and the intercept leave the
+    design, and the Gaussian matrix is the *within-group scatter* of the
+    standardised, clipped rows of ``(controls, x, y)`` (sensitivity
+    :func:`within_scatter_sensitivity`, a row may change its group), from
+    which the nuisance is computed without a constant. The residuals ``u``,
+    ``w`` stay row-level (raw, not demeaned); stage 2 demeans their clipped
+    values.
     """
     n, d = X.shape
     rho = acc.rho
     j = facts.coef_index
     controls, icpt = _design_columns(facts, d)
+    block = absorbed_block(facts, controls, absorb) if icpt is not None else []
+    groups = None
+    if block:
+        groups = group_ids(X[:, block])
+        controls = [c for c in controls if c not in set(block)]
     names = [facts.columns[c] for c in controls] + [facts.columns[j], facts.outcome]
     W = np.column_stack([X[:, controls], X[:, j], y])
     p = W.shape[1]
@@ -216,14 +273,25 @@ def partial_out(
     _, B = private_grid_quantile(norms, q_row, positive_grid(1e-3, 1e4), e_em, rng, acc=acc,
                                  mechanism="grid quantile (row norm)", note=f"q={q_row:.4g}")
     Sr = Sc * np.minimum(1.0, B / np.maximum(norms, 1e-300))[:, None]
-    # ---- stage 1b: noisy Gram of (1, controls, x, y)
-    A = np.column_stack([np.ones(n), Sr])
-    Delta_G = gram_sensitivity(B)
-    sig_G = Delta_G / math.sqrt(2.0 * gram_share * rho)
-    G = noisy_gram(A, sig_G, rng, acc=acc, sensitivity=Delta_G, mechanism="Gaussian Gram of (1, controls, x, y)",
-                   note=f"row norm bound {B:.4g}")
+    # ---- stage 1b: noisy Gram of (1, controls, x, y), or the noisy within-group scatter of (controls, x, y)
+    if groups is None:
+        A = np.column_stack([np.ones(n), Sr])
+        Delta_G = gram_sensitivity(B)
+        sig_G = Delta_G / math.sqrt(2.0 * gram_share * rho)
+        G = noisy_gram(A, sig_G, rng, acc=acc, sensitivity=Delta_G, mechanism="Gaussian Gram of (1, controls, x, y)",
+                       note=f"row norm bound {B:.4g}")
+    else:
+        Delta_G = within_scatter_sensitivity(B)
+        sig_G = Delta_G / math.sqrt(2.0 * gram_share * rho)
+        Mw = noisy_symmetric(within_scatter(Sr, groups), sig_G, rng, acc=acc, sensitivity=Delta_G,
+                             mechanism="Gaussian within scatter of (controls, x, y)",
+                             note=f"row norm bound {B:.4g}; {len(block) + 1} levels absorbed")
+        # the same layout as the Gram (index 0 the constant, unused: the fixed effects absorb it)
+        G = np.zeros((p + 1, p + 1))
+        G[0, 0] = n
+        G[1:, 1:] = Mw
     # nuisance by post-processing
-    const = icpt is not None
+    const = icpt is not None and groups is None
     ia = list(range(0 if const else 1, p - 1))  # (constant,) controls
     gx, gy = p - 1, p  # positions of x and y in the Gram
     # only repair directions the noise made (nearly) non-positive: floor the eigenvalues of the
@@ -255,7 +323,8 @@ def partial_out(
         u=u, w=w, theta0=float(theta0), unit=float(scale[iy_c] / scale[ix_c]), B_u=B_u, B_w=B_w,
         public_x=bool(public[ix_c]), public_y=bool(public[iy_c]), Dx=float(Dx_f), row_bound=float(B),
         sigma_gram=float(sig_G), p=p, n_private=n_private, G=G, ia=tuple(ia), floor_ev=float(floor_ev),
-        free=tuple(int(c) for c in np.flatnonzero(free)), floored=floored,
+        free=tuple(int(c) for c in np.flatnonzero(free)), floored=floored, groups=groups,
+        absorbed_levels=len(block) + 1 if block else 0,
     )
 
 
@@ -280,8 +349,12 @@ FWL_SCORE_DETAILS = {
            "the private `grid median` locations and scales (inf without bounds)",
     "B_v": "paid statistic: largest |v| under the public bounds, given `Gaussian Gram of (1, controls, x, y)` and "
            "the private `grid median` locations and scales (inf without bounds)",
-    "sigma_S": "paid statistic: 2 C_u C_v / sqrt(2 rho_S), from `grid quantile |u|`, `grid quantile |v|` (or the bounds)",
-    "sigma_T": "paid statistic: C_u^2 / sqrt(2 rho_T), from `grid quantile |u|` (or the bound B_u)",
+    "sigma_S": "paid statistic: 2 C_u C_v / sqrt(2 rho_S) (8 C_u C_v within absorbed groups), from `grid quantile "
+               "|u|`, `grid quantile |v|` (or the bounds)",
+    "sigma_T": "paid statistic: C_u^2 / sqrt(2 rho_T) (4 C_u^2 within absorbed groups), from `grid quantile |u|` "
+               "(or the bound B_u)",
+    "absorbed_levels": "public fact: levels of the categorical term absorbed by within-group demeaning (0: none), "
+                       "from the design's column names",
     "private_columns": "public fact: number of columns standardised privately (those without public bounds)",
 }
 
@@ -313,6 +386,7 @@ def fwl_score_release(
     min_reliability: float = 0.5,
     gram_guard: bool = False,
     max_floored: int = 0,
+    absorb: int = 0,
 ) -> tuple[float, dict]:
     """Run both stages, spending the accountant's whole budget.
 
@@ -330,12 +404,19 @@ def fwl_score_release(
     """
     n = X.shape[0]
     rho = acc.rho
+    controls, icpt = _design_columns(facts, X.shape[1])
+    n_absorbed = len(absorbed_block(facts, controls, absorb)) if icpt is not None else 0
+    d_eff = X.shape[1] - n_absorbed  # public: the design's columns
     # few controls: the nuisance has few parameters and needs less of the budget (public rule on d)
-    g_share = gram_share * min(1.0, (X.shape[1] - 1) / gram_full_d) if gram_full_d > 0 else gram_share
+    g_share = gram_share * min(1.0, (d_eff - 1) / gram_full_d) if gram_full_d > 0 else gram_share
     P = partial_out(
         X, y, facts, acc, rng, scale_share=scale_share, gram_share=g_share, scale_factor=scale_factor,
-        col_clip=col_clip, kappa=kappa, q_row_max=q_row_max, ridge=ridge, use_bounds=use_bounds,
+        col_clip=col_clip, kappa=kappa, q_row_max=q_row_max, ridge=ridge, use_bounds=use_bounds, absorb=absorb,
     )
+    within = P.groups is not None
+    # sensitivities of the stage-2 sums: row-level (2 C_u C_v, C_u^2), or within groups (8 C_u C_v, 4 C_u^2:
+    # Welford, a replaced row moves its old and new group's means; see the module docstring)
+    k_S, k_T = (8.0, 4.0) if within else (2.0, 1.0)
     theta0, u = P.theta0, P.u
     v = P.w - theta0 * u
     B_u, B_v = P.B_u, P.B_w + abs(theta0) * P.B_u
@@ -359,13 +440,17 @@ def fwl_score_release(
     rho_Q = se_share * rho_2
     rho_T = t_share * (rho_2 - rho_Q)
     rho_S = rho_2 - rho_Q - rho_T
-    sig_S = 2.0 * C_u * C_v / math.sqrt(2.0 * rho_S)
-    sig_T = C_u**2 / math.sqrt(2.0 * rho_T)
+    sig_S = k_S * C_u * C_v / math.sqrt(2.0 * rho_S)
+    sig_T = k_T * C_u**2 / math.sqrt(2.0 * rho_T)
     uc = np.clip(u, -C_u, C_u)
-    S = acc.gaussian("Gaussian sum of clip(u) clip(v)", float(np.sum(uc * np.clip(v, -C_v, C_v))),
-                     sensitivity=2.0 * C_u * C_v, sigma=sig_S, rng=rng)
-    T_raw = acc.gaussian("Gaussian sum of clip(u)^2", float(np.sum(uc * uc)), sensitivity=C_u**2, sigma=sig_T,
-                         rng=rng)
+    vc = np.clip(v, -C_v, C_v)
+    if within:
+        uc, vc = demean_within(uc, P.groups), demean_within(vc, P.groups)
+    S = acc.gaussian("Gaussian sum of clip(u) clip(v)", float(np.sum(uc * vc)),
+                     sensitivity=k_S * C_u * C_v, sigma=sig_S, rng=rng,
+                     note="within groups" if within else "")
+    T_raw = acc.gaussian("Gaussian sum of clip(u)^2", float(np.sum(uc * uc)), sensitivity=k_T * C_u**2, sigma=sig_T,
+                         rng=rng, note="within groups" if within else "")
     T = max(T_raw, 0.25 * P.Dx, sig_T)
     unit = P.unit
     est = (theta0 + S / T) * unit
@@ -384,16 +469,27 @@ def fwl_score_release(
         est = 0.0
     extra: dict = {}
     if rho_Q > 0:
-        sig_Q = (C_u * C_v) ** 2 / math.sqrt(2.0 * rho_Q)
-        vc = np.clip(v, -C_v, C_v)
-        Q = acc.gaussian("Gaussian sum of clip(u)^2 clip(v)^2", float(np.sum((uc * vc) ** 2)),
-                         sensitivity=(C_u * C_v) ** 2, sigma=sig_Q, rng=rng,
-                         note="each term in [0, C_u^2 C_v^2]: replace-one sensitivity C_u^2 C_v^2")
         Tr = max(T_raw, sig_T)
+        if not within:
+            sig_Q = (C_u * C_v) ** 2 / math.sqrt(2.0 * rho_Q)
+            Q = acc.gaussian("Gaussian sum of clip(u)^2 clip(v)^2", float(np.sum((uc * vc) ** 2)),
+                             sensitivity=(C_u * C_v) ** 2, sigma=sig_Q, rng=rng,
+                             note="each term in [0, C_u^2 C_v^2]: replace-one sensitivity C_u^2 C_v^2")
+        else:
+            # within groups the HC0 meat sum u~^2 v~^2 has a sensitivity of order 200 C_u^2 C_v^2 (every
+            # group mean moves); the classical within variance needs the residual sum of squares only,
+            # R = sum v~^2 (sensitivity 4 C_v^2, as T), and sigma^2 = (R - S^2 / T) / df
+            sig_Q = 4.0 * C_v**2 / math.sqrt(2.0 * rho_Q)
+            R = acc.gaussian("Gaussian sum of clip(v)^2", float(np.sum(vc * vc)), sensitivity=4.0 * C_v**2,
+                             sigma=sig_Q, rng=rng, note="within groups")
+            df = max(n - P.absorbed_levels - (P.p - 1), 1)  # public: levels, controls and x
+            resid = max(R + sig_Q - S * S / Tr, sig_Q)  # errs wide by one noise sd
+            Q, sig_Q_eff = resid / df * Tr, 0.0
         theta_r = theta0 + S / Tr
         nuis, dil = nuisance_spread(P, theta_r, Tr, rng)
         noise_r = math.sqrt(sig_S**2 + (S / Tr) ** 2 * sig_T**2) / Tr * abs(unit)
-        se = score_std_error(Q, sig_Q, T_raw, T_raw, sig_T, math.hypot(noise_r, nuis * abs(unit)), unit)
+        se = score_std_error(Q, sig_Q if not within else sig_Q_eff, T_raw, T_raw, sig_T,
+                             math.hypot(noise_r, nuis * abs(unit)), unit)
         check = "ok" if math.isfinite(se) else "denominator is noise"
         # regression dilution: sum u^2 holds the nuisance error dgamma' Z'Z dgamma besides the partialled
         # x, which attenuates S / T by R = (T - dilution) / T; the interval spans the attenuated and the
@@ -413,11 +509,13 @@ def fwl_score_release(
             se = math.inf
             check = "failed standardisation (scales)" if not scales_ok else "failed standardisation (Gram)"
         extra = {"std_error": se, "bias_bound": max(abs(raw_lo - est), abs(raw_hi - est)), "sigma_Q": sig_Q,
-                 "reliability": reliab, "interval_check": check, "floored_directions": floored}
+                 "reliability": reliab, "interval_check": check, "floored_directions": floored,
+                 "sampling_error": "classical, within the absorbed groups" if within else "HC0"}
     return float(est), {**extra,
         "theta0": float(theta0 * unit), "unshrunk": float(raw), "scales_ok": bool(scales_ok),
         "noise_sd": float(noise_sd), "row_bound": P.row_bound, "sigma_gram": P.sigma_gram, "C_u": C_u, "C_v": C_v,
         "B_u": B_u, "B_v": B_v, "sigma_S": sig_S, "sigma_T": sig_T, "private_columns": P.n_private,
+        "absorbed_levels": P.absorbed_levels,
     }
 
 
@@ -525,6 +623,11 @@ class FWLScore(Algorithm):
                                  "directions of the controls (fixed-effect designs: the floored directions' "
                                  "between-group bias is not in the interval; public-corpus coverage there was "
                                  "0-40 % with intervals narrower than the non-private ones); 0 turns it off"),
+        "absorb": Param(0, "ours, opt-in: absorb the largest treatment-coded categorical term with at least this "
+                           "many levels by within-group demeaning (fixed effects; exact by Frisch-Waugh-Lovell) "
+                           "instead of entering its dummies in the noisy Gram; 0 never (the default: clipping at "
+                           "the raw scale drowns the within variation of panels whose variance is mostly between "
+                           "groups; see the page)"),
         "min_reliability": Param(0.5, "ours: an infinite interval when less than half of sum clip(u)^2 is the "
                                       "partialled regressor rather than nuisance noise (see nuisance_spread)"),
     }
@@ -535,10 +638,12 @@ class FWLScore(Algorithm):
         **FWL_SCORE_DETAILS,
         "reliability": "paid statistic: from `Gaussian sum of clip(u)^2` and the `Gaussian Gram of (1, controls, x, y)` "
                        "(simulated nuisance error, post-processing)",
-        "sigma_Q": "paid statistic: C_u^2 C_v^2 / sqrt(2 rho_Q), from `grid quantile |u|`, `grid quantile |v|` "
-                   "(or the bounds)",
+        "sigma_Q": "paid statistic: C_u^2 C_v^2 / sqrt(2 rho_Q) (4 C_v^2 / sqrt(2 rho_Q) for the residual sum of "
+                   "squares within absorbed groups), from `grid quantile |u|`, `grid quantile |v|` (or the bounds)",
         "floored_directions": "paid statistic: eigenvalues of the controls' block of the `Gaussian Gram of (1, "
                               "controls, x, y)` below the public floor ridge * sigma_gram * sqrt(p + 1)",
+        "sampling_error": "public fact: the kind of sampling error the interval accounts for (HC0, or classical "
+                          "within the absorbed groups), set by the design's column names",
         "interval_check": "paid statistic: which check made the interval infinite ('ok' when none did), a "
                           "function of `Gaussian sum of clip(u)^2`, the `Gaussian Gram of (1, controls, x, y)`, "
                           "`grid quantile (row norm)` and `grid quantile |u|`",
