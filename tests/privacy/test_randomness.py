@@ -199,10 +199,13 @@ def _ks_family(a: np.ndarray, b: np.ndarray) -> list[float]:
 
 
 # eps=10 for fwl_score (at eps=1 most of its releases are the fallback 0) and for
-# dpnewton (its Newton noise then dominates the spread of the releases)
+# dpnewton (its Newton noise then dominates the spread of the releases); eps=3 for
+# adaptive_whiten: at eps=1 its guard releases the prior centre of some columns on many
+# draws, and with 150 releases the doubled scale went unseen in 1 of 10 seeded
+# repetitions (0 of 40 at eps=3) and a local run failed by chance: the secure draws cannot be seeded
 DEFAULTS = [("sce", "fwl_score", "mroz87_lwage", 10.0),
             ("linreg", "dpnewton", "mroz87_lwage_linreg", 10.0),
-            ("mean", "adaptive_whiten", "mean_mroz87_lwage", 1.0)]
+            ("mean", "adaptive_whiten", "mean_mroz87_lwage", 3.0)]
 RELEASES = 150
 
 
