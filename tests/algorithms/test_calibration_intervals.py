@@ -209,7 +209,9 @@ def test_fwl_score_unresolved_controls_make_the_interval_infinite(corpus, iid, e
     On cigar_panel (46 state dummies and 31 year dummies, n = 1380) and guns_fe the public-corpus coverage
     of the finite interval was 0-20 % with widths below the non-private ones; the interval must now be
     infinite ("unresolved controls") while the point release and the ledger stay exactly as with the check
-    off. On card95_ols_full and bm04_call (few controls) the check stays quiet.
+    off. On card95_ols_full and bm04_call (few controls) the check stays quiet. The check belongs to the
+    row-level path, run here with ``absorb=0``: by default the state effects of cigar_panel and guns_fe are
+    absorbed (tests/algorithms/sce/test_fwl_absorb.py).
     """
     cls = get("sce", "fwl_score")
     inst = corpus.instance(iid)
@@ -217,8 +219,8 @@ def test_fwl_score_unresolved_controls_make_the_interval_infinite(corpus, iid, e
     for mf in (cls.defaults["max_floored"].value, 0):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            outs[mf] = cls(**cls.interval_params, max_floored=mf).run(inst.task_data(), inst.facts, eps, DELTA,
-                                                                      np.random.default_rng(3))
+            outs[mf] = cls(**cls.interval_params, max_floored=mf, absorb=0).run(
+                inst.task_data(), inst.facts, eps, DELTA, np.random.default_rng(3))
     on, off = outs[cls.defaults["max_floored"].value], outs[0]
     assert on.estimate[0] == off.estimate[0]
     assert [e[:3] for e in on.ledger] == [e[:3] for e in off.ledger]

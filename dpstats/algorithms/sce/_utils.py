@@ -55,10 +55,6 @@ __all__ = [
     "gram_sensitivity",
     "noisy_gram",
     "noisy_symmetric",
-    "group_ids",
-    "demean_within",
-    "within_scatter",
-    "within_scatter_sensitivity",
     "widened_median_scores",
     "private_widened_median",
 ]
@@ -401,51 +397,6 @@ def noisy_symmetric(
     if public_corner:
         E[0, 0] = 0.0
     return M + E
-
-
-# --------------------------------------------------------------------------
-# Within-group (fixed-effect) statistics
-# --------------------------------------------------------------------------
-
-
-def group_ids(D: np.ndarray) -> np.ndarray:
-    """Row labels ``0..k`` from a treatment-coded dummy block ``D`` (n, k): 0 for the reference level."""
-    D = np.asarray(D)
-    return np.where(D.any(axis=1), np.argmax(D, axis=1) + 1, 0)
-
-
-def demean_within(v: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """``v`` (n,) or (n, p) minus its group means."""
-    counts = np.bincount(groups).astype(float)
-    counts[counts == 0] = 1.0
-    if v.ndim == 1:
-        return v - (np.bincount(groups, weights=v, minlength=counts.size) / counts)[groups]
-    sums = np.zeros((counts.size, v.shape[1]))
-    np.add.at(sums, groups, v)
-    return v - (sums / counts[:, None])[groups]
-
-
-def within_scatter(R: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """``sum_g sum_{i in g} (r_i - rbar_g)(r_i - rbar_g)'``: the Gram matrix of the group-demeaned rows."""
-    Rw = demean_within(R, groups)
-    return Rw.T @ Rw
-
-
-def within_scatter_sensitivity(B: float) -> float:
-    """L2 sensitivity of the upper triangle of :func:`within_scatter` for rows with ``||r|| <= B``.
-
-    Replace-one neighbours; a row's group may change too. By Welford's
-    update, adding a row ``r`` to a group of ``m`` rows with mean ``rbar``
-    adds ``m / (m + 1) (r - rbar)(r - rbar)'`` to the scatter, and removing a
-    row subtracts a term of the same form; every group mean lies in the
-    ball, so ``||r - rbar|| <= 2 B``. A replacement therefore changes the
-    scatter by ``c a a' - c' b b'`` with ``c, c' <= 1`` and
-    ``||a||, ||b|| <= 2 B``, whose Frobenius norm squared
-    ``c^2 ||a||^4 + c'^2 ||b||^4 - 2 c c' (a'b)^2`` is at most ``32 B^4``;
-    the upper triangle's norm is at most the Frobenius norm:
-    ``4 sqrt(2) B^2``.
-    """
-    return float(4.0 * math.sqrt(2.0) * B * B)
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,199 @@
+"""Within-group statistics as pair U-statistics, for absorbing a fixed effect privately.
+
+The within-group scatter of rows ``r_i`` in groups ``g`` is a U-statistic of
+pair differences:
+
+    sum_g sum_{i in g} (r_i - rbar_g)(r_i - rbar_g)' = sum_g (1 / n_g) sum_{i < j in g} (r_i - r_j)(r_i - r_j)'.
+
+Clipping the *pair differences* (rather than the rows) bounds every term at
+the within-group scale, and the weights ``1 / n_g`` bound what one row can
+change. Under replace-one neighbours, where the replaced row may also change
+its group, for any pair function ``f`` with values in a set of norm ``<= F``:
+
+* removing a row from a group of ``m`` drops its ``m - 1`` pairs (weight
+  ``1/m`` each: at most ``F`` in all) and raises the weight of the other
+  ``(m - 1)(m - 2) / 2`` pairs from ``1/m`` to ``1/(m - 1)`` (at most
+  ``F / 2`` in all); adding a row to a group is the mirror image. A
+  replacement across groups therefore moves ``sum_g (1/n_g) sum f`` by at
+  most ``3 F``, one within a group by at most ``2 F`` (its own ``m - 1``
+  pairs, on both sides).
+* For terms in ``[0, F]`` (squares, indicator counts) the dropped pairs and
+  the re-weighted ones move the sum in opposite directions: removal moves it
+  within ``[-F, F / 2]``, addition within ``[-F / 2, F]``, so a replacement
+  by at most ``1.5 F``.
+* For positive semi-definite terms ``D D'`` with ``||D|| <= B`` (the scatter),
+  a replacement changes the sum by ``P - Q`` with ``P`` (the re-weighted pairs
+  of the old group and the new pairs) and ``Q`` (the dropped pairs and the
+  down-weighted pairs of the new group) positive semi-definite of Frobenius
+  norm at most ``1.5 B^2`` each; ``||P - Q||_F^2 <= ||P||_F^2 + ||Q||_F^2``
+  (their inner product is non-negative), so at most ``(3 / sqrt 2) B^2``.
+
+Large groups are split into public random *cells* (group, key mod ``K``)
+with ``K`` a function of public counts, so the number of pairs stays of order
+``n m_cell / 2``; a row keeps its key, so a replacement moves it from one
+cell to another and the bounds above hold with cells for groups.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpstats.privacy.accounting import Accountant, EMBound
+
+__all__ = [
+    "WithinCells",
+    "group_ids",
+    "within_cells",
+    "PAIR_SUM_SENSITIVITY",
+    "PAIR_SQUARE_SENSITIVITY",
+    "pair_scatter_sensitivity",
+    "pair_quantile_sensitivity",
+    "private_pair_quantile",
+]
+
+#: a replacement moves sum_g (1/n_g) sum f by at most this times sup |f| (terms of any sign)
+PAIR_SUM_SENSITIVITY = 3.0
+#: ... and by at most this times sup f for terms in [0, sup f] (squares, counts)
+PAIR_SQUARE_SENSITIVITY = 1.5
+
+
+def pair_scatter_sensitivity(B: float) -> float:
+    """L2 sensitivity of the upper triangle of the pair scatter with differences clipped to norm ``B``: ``3 B^2 / sqrt 2``."""
+    return float(3.0 / math.sqrt(2.0) * B * B)
+
+
+def pair_quantile_sensitivity(q: float) -> float:
+    """Sensitivity of :func:`private_pair_quantile`'s scores at level ``q``: ``1.5 (1 + q)``.
+
+    The weighted counts below and above a grid point move by at most 1.5
+    (terms in ``[0, 1]``), and so does the weighted count of non-zero
+    differences that sets the target ``q W``.
+    """
+    return PAIR_SQUARE_SENSITIVITY * (1.0 + q)
+
+
+def group_ids(D: np.ndarray) -> np.ndarray:
+    """Row labels ``0..k`` from a treatment-coded dummy block ``D`` (n, k): 0 for the reference level."""
+    D = np.asarray(D)
+    return np.where(D.any(axis=1), np.argmax(D, axis=1) + 1, 0)
+
+
+@dataclass(frozen=True)
+class WithinCells:
+    """Rows by cell (only cells with two rows or more) and the public split factor ``K``."""
+
+    cells: tuple[np.ndarray, ...]
+    K: int
+    levels: int
+    n: int  #: public: rows of the design
+
+    def pairs(self, chunk: int = 1 << 20) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Chunks ``(i, j, w)`` of all within-cell pairs ``i < j`` and their weights ``1 / n_cell``."""
+        I: list[np.ndarray] = []
+        J: list[np.ndarray] = []
+        W: list[np.ndarray] = []
+        size = 0
+        for rows in self.cells:
+            m = rows.size
+            step = max(1, chunk // m)
+            for r0 in range(0, m - 1, step):
+                a = np.arange(r0, min(r0 + step, m - 1))
+                lens = m - 1 - a
+                tot = int(lens.sum())
+                ai = np.repeat(a, lens)
+                starts = np.repeat(np.cumsum(lens) - lens, lens)
+                bj = ai + 1 + (np.arange(tot) - starts)
+                I.append(rows[ai])
+                J.append(rows[bj])
+                W.append(np.full(tot, 1.0 / m))
+                size += tot
+                if size >= chunk:
+                    yield np.concatenate(I), np.concatenate(J), np.concatenate(W)
+                    I, J, W, size = [], [], [], 0
+        if size:
+            yield np.concatenate(I), np.concatenate(J), np.concatenate(W)
+
+    def weighted_sum(self, f: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> float:
+        """``sum_cells (1 / n_cell) sum_{i < j} f(i, j)`` for a vectorised pair function ``f``."""
+        return float(sum(float(w @ f(i, j)) for i, j, w in self.pairs()))
+
+    def scatter(self, R: np.ndarray, B: float = math.inf, col_clip: float = math.inf) -> np.ndarray:
+        """``sum_cells (1 / n_cell) sum_{i < j} D D'`` for ``D = r_i - r_j``, clipped to ``+-col_clip``, then to norm ``B``.
+
+        Unclipped, this is the within-cell scatter (the Gram matrix of the
+        cell-demeaned rows).
+        """
+        p = R.shape[1]
+        M = np.zeros((p, p))
+        for i, j, w in self.pairs():
+            D = np.clip(R[i] - R[j], -col_clip, col_clip)
+            if math.isfinite(B):
+                nrm = np.linalg.norm(D, axis=1)
+                D = D * np.minimum(1.0, B / np.maximum(nrm, 1e-300))[:, None]
+            M += (D * w[:, None]).T @ D
+        return M
+
+    def weighted_counts(self, f: Callable[[np.ndarray, np.ndarray], np.ndarray], grid: np.ndarray,
+                        nonzero: bool) -> tuple[np.ndarray, float]:
+        """Weighted counts ``c(g_k) = sum w 1[v <= g_k]`` over pair values ``v = f(i, j) >= 0``, and their total weight.
+
+        With ``nonzero``, pairs with ``v = 0`` are left out of both.
+        """
+        hist = np.zeros(grid.size + 1)
+        total = 0.0
+        for i, j, w in self.pairs():
+            v = f(i, j)
+            if nonzero:
+                keep = v > 0
+                v, w = v[keep], w[keep]
+            hist += np.bincount(np.searchsorted(grid, v, side="left"), weights=w, minlength=grid.size + 1)
+            total += float(w.sum())
+        return np.cumsum(hist)[:-1], total
+
+    @property
+    def public_weight(self) -> float:
+        """A public stand-in for the total pair weight ``sum (n_cell - 1) / 2``: ``(n - levels K) / 2`` (for quantile levels)."""
+        return max(0.5 * (self.n - self.levels * self.K), 1.0)
+
+
+def within_cells(groups: np.ndarray, levels: int, rng: np.random.Generator, m_cell: int) -> WithinCells:
+    """Cells (group, key mod ``K``) with ``K = max(1, ceil(n / (levels m_cell)))`` (public) and keys drawn from ``rng``.
+
+    The keys are a data-independent random label per row position; for
+    ``K = 1`` no key is drawn and the cells are the groups.
+    """
+    n = groups.size
+    K = max(1, math.ceil(n / (levels * max(m_cell, 2))))
+    cell = groups.astype(np.int64)
+    if K > 1:
+        cell = cell * K + rng.integers(0, K, size=n)
+    order = np.argsort(cell, kind="stable")
+    bounds = np.flatnonzero(np.diff(cell[order])) + 1
+    cells = tuple(c for c in np.split(order, bounds) if c.size >= 2)
+    return WithinCells(cells=cells, K=K, levels=levels, n=n)
+
+
+def private_pair_quantile(
+    cells: WithinCells, f: Callable[[np.ndarray, np.ndarray], np.ndarray], q: float, grid: np.ndarray,
+    epsilon: float, rng: np.random.Generator, *, acc: Accountant, mechanism: str, bound: EMBound,
+    nonzero: bool = True, note: str = "",
+) -> float:
+    """Upper edge of the grid cell holding the weighted ``q``-quantile of pair values ``f(i, j) >= 0``; ``epsilon``-DP.
+
+    Tie-robust scores as :func:`~dpstats.privacy.mechanisms.grid_quantile_scores`,
+    on weighted counts: ``-max(0, c(g_{k-1}) - q W, q W - c(g_k))`` with
+    ``W`` the total weight (of the non-zero values with ``nonzero``).
+    Sensitivity :func:`pair_quantile_sensitivity`; drawn and charged to
+    ``acc`` as ``mechanism``.
+    """
+    c, W = cells.weighted_counts(f, grid, nonzero)
+    r = q * W
+    c_prev = np.concatenate([[0.0], c[:-1]])
+    scores = -np.maximum.reduce([np.zeros_like(c), c_prev - r, r - c])
+    k = acc.exponential(mechanism, scores, sensitivity=pair_quantile_sensitivity(q), epsilon=epsilon, rng=rng,
+                        bound=bound, note=note)
+    return float(grid[k])
