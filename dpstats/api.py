@@ -112,6 +112,12 @@ _COVERS = {
 #: interval methods whose sampling error is heteroskedasticity-robust (a sandwich or independent blocks)
 _ROBUST = frozenset({"fwl_score", "dpnewton", "sa_coef_interval", "blb_coinpress"})
 
+#: what an interval covers when the release reports a classical within variance (fwl_score with an absorbed
+#: fixed effect)
+_COVERS_WITHIN = ("sampling error of independent rows within the absorbed fixed-effect levels (classical, "
+                  "homoskedastic within variance) and the privacy noise; not heteroskedasticity-robust or clustered "
+                  "sampling error, nor clipping bias")
+
 _TASK_TITLES = {
     "sce": "Differentially private regression coefficient",
     "linreg": "Differentially private OLS coefficients",
@@ -204,6 +210,11 @@ class PrivateResult:
         Degrees of freedom of the interval's t quantile (``None``: normal).
     bias_bound : float, ndarray or None
         The allowance for bias the interval adds to both ends.
+    sampling_error : str or None
+        The kind of sampling error the interval accounts for when the method
+        says so per release (``fwl_score``: ``"HC0"``, or ``"classical,
+        within the absorbed groups"`` when a fixed effect is absorbed); a
+        public fact.
     """
 
     task: str
@@ -231,6 +242,7 @@ class PrivateResult:
     std_error: Any = None
     df: float | None = None
     bias_bound: Any = None
+    sampling_error: str | None = None
 
     def __post_init__(self) -> None:
         # mappings are copied into read-only views so the record cannot drift
@@ -287,6 +299,18 @@ class PrivateResult:
                       std_error=np.atleast_1d(np.asarray(self.std_error, dtype=float)), df=self.df,
                       bias_bound=None if self.bias_bound is None else np.atleast_1d(np.asarray(self.bias_bound, dtype=float)))
         return rel.conf_int(float(level))
+
+    def _classical_within(self) -> bool:
+        return bool(self.sampling_error) and str(self.sampling_error).startswith("classical")
+
+    def _covers(self) -> str:
+        """What the interval covers, in words (per release where the method reports it)."""
+        if self._classical_within():
+            return _COVERS_WITHIN
+        return _COVERS.get(self.method, "sampling error and privacy noise")
+
+    def _robust(self) -> bool:
+        return self.method in _ROBUST and not self._classical_within()
 
     def uninformative(self, level: float = 0.95) -> tuple[str, ...]:
         """Terms whose interval says little: infinite, or wider than the term's public bounds.
@@ -419,7 +443,7 @@ class PrivateResult:
                          "publication.")
         if self.has_interval:
             lines.append("  The interval is for the population " + ("mean" if self.task == "mean" else "coefficient")
-                         + f" and covers {_COVERS.get(self.method, 'sampling error and privacy noise')}.")
+                         + f" and covers {self._covers()}.")
             bad = self.uninformative()
             if bad:
                 lines.append("  Uninformative (infinite, or wider than the public range): " + ", ".join(bad) + ".")
@@ -504,9 +528,9 @@ class PrivateResult:
         if self.has_interval:
             what = "mean" if self.task == "mean" else "coefficient"
             para = (f"The standard error and the confidence interval are for the population {what}, not for the "
-                    f"non-private estimate on these rows: they cover {_COVERS.get(self.method, 'sampling error and privacy noise')}. "
+                    f"non-private estimate on these rows: they cover {self._covers()}. "
                     "They are computed from the released statistics and the public facts only, within the same budget.")
-            if self.task != "mean" and self.method in _ROBUST:
+            if self.task != "mean" and self._robust():
                 para += (" If the study reports clustered standard errors, this interval does not account for "
                          "clustering and may be too narrow.")
             elif self.task != "mean":
@@ -884,6 +908,7 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
         levels=declared, levels_from_data=levels_from_data, seeded=seed is not None,
         params=dict(algo.params), citation=cls.citation, ledger=tuple(out.ledger), diagnostics=diagnostics,
         std_error=se, df=df, bias_bound=bias,
+        sampling_error=(out.details.get("sampling_error") if released and inference else None),
     )
 
 

