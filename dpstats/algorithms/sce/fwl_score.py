@@ -127,6 +127,27 @@ def _nuisance(G: np.ndarray, ia: list[int], gx: int, gy: int,
     return sol[:, 0], sol[:, 1], floored
 
 
+def _pilot(G: np.ndarray, ia: list[int], gx: int, gy: int, sig_G: float, p: int,
+           ridge: float) -> tuple[float, np.ndarray, np.ndarray, int, float, float]:
+    """Nuisance projections and the pilot from a released Gram (post-processing).
+
+    Only directions the noise made (nearly) non-positive are repaired: the
+    eigenvalues of the noisy control Gram are floored at
+    ``ridge * sigma * sqrt(p + 1)``, with no shrinkage of well-determined
+    directions. A pilot from a partialled variance that the noise could have
+    produced on its own is no pilot (0).
+
+    Returns ``(floor_ev, gamma, delta, floored, Dx_floored, theta0)``.
+    """
+    floor_ev = ridge * sig_G * math.sqrt(p + 1)
+    gam, dlt, floored = _nuisance(G, ia, gx, gy, floor_ev)
+    Dx = G[gx, gx] - gam @ G[ia, gx]
+    Nxy = G[gx, gy] - gam @ G[ia, gy]
+    Dx_f = max(Dx, sig_G * math.sqrt(p + 1))
+    theta0 = Nxy / Dx_f if Dx > 3.0 * sig_G * math.sqrt(p + 1) else 0.0
+    return floor_ev, gam, dlt, floored, float(Dx_f), float(theta0)
+
+
 @dataclass(frozen=True)
 class Partialled:
     """Row-level residuals after the private stage 1 (everything here is private or post-processing).
@@ -289,15 +310,7 @@ def partial_out(
     const = icpt is not None
     ia = list(range(0 if const else 1, p - 1))  # (constant,) controls
     gx, gy = p - 1, p  # positions of x and y in the Gram
-    # only repair directions the noise made (nearly) non-positive: floor the eigenvalues of the
-    # noisy control Gram at ridge * sigma * sqrt(p + 1); no shrinkage of well-determined directions
-    floor_ev = ridge * sig_G * math.sqrt(p + 1)
-    gam, dlt, floored = _nuisance(G, ia, gx, gy, floor_ev)
-    Dx = G[gx, gx] - gam @ G[ia, gx]
-    Nxy = G[gx, gy] - gam @ G[ia, gy]
-    Dx_f = max(Dx, sig_G * math.sqrt(p + 1))
-    # a pilot from a partialled variance that the noise could have produced on its own is no pilot
-    theta0 = Nxy / Dx_f if Dx > 3.0 * sig_G * math.sqrt(p + 1) else 0.0
+    floor_ev, gam, dlt, floored, Dx_f, theta0 = _pilot(G, ia, gx, gy, sig_G, p, ridge)
     # row-level residuals: all columns enter linearly (standardised, unclipped), so scores built on
     # them target OLS on the real columns
     S_lin = (W - loc) / scale
@@ -382,12 +395,7 @@ def _partial_out_within(
     G[1:, 1:] = Mw
     ia = list(range(1, p - 1))
     gx, gy = p - 1, p
-    floor_ev = ridge * sig_G * math.sqrt(p + 1)
-    gam, dlt, floored = _nuisance(G, ia, gx, gy, floor_ev)
-    Dx = G[gx, gx] - gam @ G[ia, gx]
-    Nxy = G[gx, gy] - gam @ G[ia, gy]
-    Dx_f = max(Dx, sig_G * math.sqrt(p + 1))
-    theta0 = Nxy / Dx_f if Dx > 3.0 * sig_G * math.sqrt(p + 1) else 0.0
+    floor_ev, gam, dlt, floored, Dx_f, theta0 = _pilot(G, ia, gx, gy, sig_G, p, ridge)
     Zs = Sd[:, :ix_c]
     u = Sd[:, ix_c] - Zs @ gam
     w = Sd[:, iy_c] - Zs @ dlt
