@@ -483,8 +483,10 @@ def fwl_score_release(
 
     With ``se_share > 0`` that share of the stage-2 budget releases
     ``Q = sum clip(u)^2 clip(v)^2`` (Gaussian, sensitivity ``C_u^2 C_v^2``)
-    for a sandwich standard error (see :func:`score_std_error`); with 0 the
-    release is the point estimate alone, bit-identical to earlier versions.
+    for a sandwich standard error (see :func:`score_std_error`), or, with an
+    absorbed fixed effect, the pair residual sum of squares ``R`` (sensitivity
+    ``1.5 C_v^2``) for the classical within one; with 0 the release is the
+    point estimate alone, bit-identical to earlier versions.
 
     Returns
     -------
