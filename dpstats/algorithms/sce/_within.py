@@ -119,7 +119,15 @@ class WithinCells:
 
     def weighted_sum(self, f: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> float:
         """``sum_cells (1 / n_cell) sum_{i < j} f(i, j)`` for a vectorised pair function ``f``."""
-        return float(sum(float(w @ f(i, j)) for i, j, w in self.pairs()))
+        return float(self.weighted_sums(lambda i, j: f(i, j)[None, :])[0])
+
+    def weighted_sums(self, f: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+        """Several weighted pair sums in one pass: ``f(i, j)`` returns an array of shape ``(k, pairs)``."""
+        total: np.ndarray | None = None
+        for i, j, w in self.pairs():
+            part = np.asarray(f(i, j)) @ w
+            total = part if total is None else total + part
+        return np.zeros(0) if total is None else total
 
     def scatter(self, R: np.ndarray, B: float = math.inf, col_clip: float = math.inf) -> np.ndarray:
         """``sum_cells (1 / n_cell) sum_{i < j} D D'`` for ``D = r_i - r_j``, clipped to ``+-col_clip``, then to norm ``B``.

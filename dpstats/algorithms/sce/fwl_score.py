@@ -114,21 +114,23 @@ def absorbed_block(facts, controls: list[int], min_levels: int) -> list[int]:
 
 
 def _nuisance(G: np.ndarray, ia: list[int], gx: int, gy: int,
-              floor_ev: float) -> tuple[np.ndarray, np.ndarray, int]:
+              floor_ev: float) -> tuple[np.ndarray, np.ndarray, int, float]:
     """Projections of x and y on the columns ``ia`` from a (noisy) Gram matrix, eigenvalues floored.
 
-    Also returns how many eigenvalues the floor raised (see ``Partialled.floored``).
+    Also returns how many eigenvalues the floor raised (see ``Partialled.floored``) and the smallest
+    eigenvalue before the floor (``inf`` without controls; see ``Partialled.min_ev``).
     """
     Hs = G[np.ix_(ia, ia)]
     ev, V = np.linalg.eigh(0.5 * (Hs + Hs.T))
     floored = int(np.sum(ev < floor_ev))
+    min_ev = float(ev.min()) if ev.size else math.inf
     ev = np.maximum(ev, floor_ev)
     sol = V @ ((V.T @ G[np.ix_(ia, [gx, gy])]) / ev[:, None])
-    return sol[:, 0], sol[:, 1], floored
+    return sol[:, 0], sol[:, 1], floored, min_ev
 
 
 def _pilot(G: np.ndarray, ia: list[int], gx: int, gy: int, sig_G: float, p: int,
-           ridge: float) -> tuple[float, np.ndarray, np.ndarray, int, float, float]:
+           ridge: float) -> tuple[float, np.ndarray, np.ndarray, int, float, float, float]:
     """Nuisance projections and the pilot from a released Gram (post-processing).
 
     Only directions the noise made (nearly) non-positive are repaired: the
@@ -137,15 +139,15 @@ def _pilot(G: np.ndarray, ia: list[int], gx: int, gy: int, sig_G: float, p: int,
     directions. A pilot from a partialled variance that the noise could have
     produced on its own is no pilot (0).
 
-    Returns ``(floor_ev, gamma, delta, floored, Dx_floored, theta0)``.
+    Returns ``(floor_ev, gamma, delta, floored, Dx_floored, theta0, min_ev)``.
     """
     floor_ev = ridge * sig_G * math.sqrt(p + 1)
-    gam, dlt, floored = _nuisance(G, ia, gx, gy, floor_ev)
+    gam, dlt, floored, min_ev = _nuisance(G, ia, gx, gy, floor_ev)
     Dx = G[gx, gx] - gam @ G[ia, gx]
     Nxy = G[gx, gy] - gam @ G[ia, gy]
     Dx_f = max(Dx, sig_G * math.sqrt(p + 1))
     theta0 = Nxy / Dx_f if Dx > 3.0 * sig_G * math.sqrt(p + 1) else 0.0
-    return floor_ev, gam, dlt, floored, float(Dx_f), float(theta0)
+    return floor_ev, gam, dlt, floored, float(Dx_f), float(theta0), min_ev
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,8 @@ class Partialled:
     #: (dozens to hundreds of dummies, a few rows each) those directions hold the between-group variation
     #: that the fixed effects exist to remove.
     floored: int = 0
+    #: smallest eigenvalue of the released controls' block before the floor (``inf`` without controls)
+    min_ev: float = math.inf
     free: tuple[int, ...] = ()
     #: the cells of the absorbed fixed effect (``None``: none absorbed). Private: used only inside the
     #: pair statistics of :mod:`~dpstats.algorithms.sce._within`, whose sensitivities let a row change its group.
@@ -310,7 +314,7 @@ def partial_out(
     const = icpt is not None
     ia = list(range(0 if const else 1, p - 1))  # (constant,) controls
     gx, gy = p - 1, p  # positions of x and y in the Gram
-    floor_ev, gam, dlt, floored, Dx_f, theta0 = _pilot(G, ia, gx, gy, sig_G, p, ridge)
+    floor_ev, gam, dlt, floored, Dx_f, theta0, min_ev = _pilot(G, ia, gx, gy, sig_G, p, ridge)
     # row-level residuals: all columns enter linearly (standardised, unclipped), so scores built on
     # them target OLS on the real columns
     S_lin = (W - loc) / scale
@@ -331,7 +335,7 @@ def partial_out(
         u=u, w=w, theta0=float(theta0), unit=float(scale[iy_c] / scale[ix_c]), B_u=B_u, B_w=B_w,
         public_x=bool(public[ix_c]), public_y=bool(public[iy_c]), Dx=float(Dx_f), row_bound=float(B),
         sigma_gram=float(sig_G), p=p, n_private=n_private, G=G, ia=tuple(ia), floor_ev=float(floor_ev),
-        free=tuple(int(c) for c in np.flatnonzero(free)), floored=floored,
+        free=tuple(int(c) for c in np.flatnonzero(free)), floored=floored, min_ev=min_ev,
     )
 
 
@@ -395,7 +399,7 @@ def _partial_out_within(
     G[1:, 1:] = Mw
     ia = list(range(1, p - 1))
     gx, gy = p - 1, p
-    floor_ev, gam, dlt, floored, Dx_f, theta0 = _pilot(G, ia, gx, gy, sig_G, p, ridge)
+    floor_ev, gam, dlt, floored, Dx_f, theta0, min_ev = _pilot(G, ia, gx, gy, sig_G, p, ridge)
     Zs = Sd[:, :ix_c]
     u = Sd[:, ix_c] - Zs @ gam
     w = Sd[:, iy_c] - Zs @ dlt
@@ -411,7 +415,8 @@ def _partial_out_within(
         u=u, w=w, theta0=float(theta0), unit=float(scale[iy_c] / scale[ix_c]), B_u=B_u, B_w=B_w,
         public_x=bool(public[ix_c]), public_y=bool(public[iy_c]), Dx=float(Dx_f), row_bound=float(B),
         sigma_gram=float(sig_G), p=p, n_private=n_private, G=G, ia=tuple(ia), floor_ev=float(floor_ev),
-        free=tuple(int(c) for c in np.flatnonzero(free)), floored=floored, cells=cells, absorbed_levels=levels,
+        free=tuple(int(c) for c in np.flatnonzero(free)), floored=floored, min_ev=min_ev, cells=cells,
+        absorbed_levels=levels,
     )
 
 
@@ -551,18 +556,21 @@ def fwl_score_release(
     rho_S = rho_2 - rho_Q - rho_T
     sig_S = k_S * C_u * C_v / math.sqrt(2.0 * rho_S)
     sig_T = k_T * C_u**2 / math.sqrt(2.0 * rho_T)
-    uc = np.clip(u, -C_u, C_u)
-    vc = np.clip(v, -C_v, C_v)
     if within:
-        du = lambda i, m: np.clip(u[i] - u[m], -C_u, C_u)  # noqa: E731
-        dv = lambda i, m: np.clip(v[i] - v[m], -C_v, C_v)  # noqa: E731
-        S_val = cells.weighted_sum(lambda i, m: du(i, m) * dv(i, m))
-        T_val = cells.weighted_sum(lambda i, m: du(i, m) ** 2)
-        S = acc.gaussian("Gaussian sum of clip(u) clip(v)", S_val, sensitivity=k_S * C_u * C_v, sigma=sig_S,
+        def _sums(i: np.ndarray, m: np.ndarray) -> np.ndarray:
+            du = np.clip(u[i] - u[m], -C_u, C_u)
+            dv = np.clip(v[i] - v[m], -C_v, C_v)
+            return np.vstack([du * dv, du * du, dv * dv])
+
+        # one pass over the pairs for S, T and the residual sum of squares R (released below, with the interval)
+        S_val, T_val, R_val = cells.weighted_sums(_sums)
+        S = acc.gaussian("Gaussian sum of clip(u) clip(v)", float(S_val), sensitivity=k_S * C_u * C_v, sigma=sig_S,
                          rng=rng, note="within pairs: sum_cells (1/n_c) sum_{i<j} clip(u_i - u_j) clip(v_i - v_j)")
-        T_raw = acc.gaussian("Gaussian sum of clip(u)^2", T_val, sensitivity=k_T * C_u**2, sigma=sig_T, rng=rng,
+        T_raw = acc.gaussian("Gaussian sum of clip(u)^2", float(T_val), sensitivity=k_T * C_u**2, sigma=sig_T, rng=rng,
                              note="within pairs: sum_cells (1/n_c) sum_{i<j} clip(u_i - u_j)^2")
     else:
+        uc = np.clip(u, -C_u, C_u)
+        vc = np.clip(v, -C_v, C_v)
         S = acc.gaussian("Gaussian sum of clip(u) clip(v)", float(np.sum(uc * vc)),
                          sensitivity=2.0 * C_u * C_v, sigma=sig_S, rng=rng)
         T_raw = acc.gaussian("Gaussian sum of clip(u)^2", float(np.sum(uc * uc)), sensitivity=C_u**2, sigma=sig_T,
@@ -596,8 +604,7 @@ def fwl_score_release(
             # the classical within variance needs the residual sum of squares only: R, the pair U-statistic
             # of clip(v_i - v_j)^2 (sensitivity 1.5 C_v^2, as T), and sigma^2 = (R - S^2 / T) / df
             sig_Q = PAIR_SQUARE_SENSITIVITY * C_v**2 / math.sqrt(2.0 * rho_Q)
-            R_val = cells.weighted_sum(lambda i, m: dv(i, m) ** 2)
-            R = acc.gaussian("Gaussian sum of clip(v)^2", R_val, sensitivity=PAIR_SQUARE_SENSITIVITY * C_v**2,
+            R = acc.gaussian("Gaussian sum of clip(v)^2", float(R_val), sensitivity=PAIR_SQUARE_SENSITIVITY * C_v**2,
                              sigma=sig_Q, rng=rng, note="within pairs: sum_cells (1/n_c) sum_{i<j} clip(v_i - v_j)^2")
             df = max(n - P.absorbed_levels * cells.K - (P.p - 1), 1)  # public: cells, controls and x
             resid = max(R + sig_Q - S * S / Tr, sig_Q)  # errs wide by one noise sd
@@ -664,12 +671,11 @@ def _floor_sensitivity(P: Partialled) -> float:
     p1 = G.shape[0]
     gx, gy = p1 - 2, p1 - 1
     unit_ev = P.sigma_gram * math.sqrt(P.p + 1)
-    H = G[np.ix_(ia, ia)]
-    if np.linalg.eigvalsh(0.5 * (H + H.T)).min() < unit_ev:
+    if P.min_ev < unit_ev:
         return math.inf
 
     def pilot(floor: float) -> float:
-        g, _, _ = _nuisance(G, ia, gx, gy, floor)
+        g, _, _, _ = _nuisance(G, ia, gx, gy, floor)
         Dx = G[gx, gx] - g @ G[ia, gx]
         return float((G[gx, gy] - g @ G[ia, gy]) / max(Dx, unit_ev))
 
@@ -703,7 +709,7 @@ def nuisance_spread(P: Partialled, theta: float, T: float, rng: np.random.Genera
         return 0.0, 0.0
     G, ia, p1 = P.G, list(P.ia), P.G.shape[0]
     gx, gy = p1 - 2, p1 - 1
-    g0, d0, _ = _nuisance(G, ia, gx, gy, P.floor_ev)
+    g0, d0, _, _ = _nuisance(G, ia, gx, gy, P.floor_ev)
     A = G[np.ix_(ia, ia)]
     iu = np.triu_indices(p1)
     E = np.zeros((n_sim, p1, p1))
