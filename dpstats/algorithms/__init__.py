@@ -144,9 +144,11 @@ def _load_builtin() -> None:
         obj = ep.load()
         for cls in obj if isinstance(obj, (list, tuple)) else [obj]:
             register(cls)
-    # accepted tuned configurations (dpstats/tuned/*.json) become <algo>_tuned_eps<E>
-    from dpstats.algorithms.tuned import register_tuned
+    # the API's default configurations become <algo>[api]; accepted tuned configurations
+    # (dpstats/tuned/*.json) become <algo>_tuned_eps<E>
+    from dpstats.algorithms.tuned import register_api_variants, register_tuned
 
+    register_api_variants()
     register_tuned()
 
 

@@ -1,4 +1,16 @@
-"""Accepted tuned configurations (``dpstats/tuned/*.json``, written by ``dpstats tune``) as roster entries ``<algorithm>_tuned_eps<E>``."""
+"""Roster variants: an algorithm with other default hyperparameters, registered under its own name.
+
+* Accepted tuned configurations (``dpstats/tuned/*.json``, written by
+  ``dpstats tune``) become ``<algorithm>_tuned_eps<E>`` (:func:`register_tuned`).
+* The configuration the economist API runs by default becomes
+  ``<algorithm>[api]`` (:func:`register_api_variants`): the default method of
+  each task (:data:`API_DEFAULTS`) with its ``interval_params``, the budget
+  split between the estimate and its interval that ``inference=True`` uses.
+
+A variant is a subclass of its base algorithm that changes only ``name``,
+``defaults`` and descriptive attributes; hyperparameters are public, so it
+keeps the base algorithm's privacy argument and interpretation class.
+"""
 
 from __future__ import annotations
 
@@ -16,32 +28,33 @@ def tuned_name(algorithm: str, epsilon: float) -> str:
     return f"{algorithm}_tuned_eps{float(epsilon):g}"
 
 
-def _variant(base: type, spec: Mapping[str, Any], path: Path) -> type:
+def _derive(base: type, cls_name: str, name: str, params: Mapping[str, Any], source: str, **attrs: Any) -> type:
+    """The subclass ``cls_name`` of ``base`` named ``name``, with ``params`` as defaults (each citing ``source``)."""
     from dpstats.algorithms.base import Param
 
-    eps = float(spec["epsilon"])
-    params = dict(spec.get("params") or {})
     unknown = sorted(set(params) - set(base.defaults))
     if unknown:
-        raise ValueError(f"{path.name}: hyperparameter(s) {unknown} are not among {base.name}'s")
+        raise ValueError(f"hyperparameter(s) {unknown} are not among {base.name}'s")
     defaults = dict(base.defaults)
     for k, v in params.items():
-        defaults[k] = Param(v, f"tuned at epsilon = {eps:g} on public studies, see dpstats/tuned/{path.name}")
-    name = tuned_name(base.name, eps)
-    return type(
-        f"{base.__name__}TunedEps{str(eps).replace('.', 'p')}",
-        (base,),
-        {
-            "name": name,
-            "defaults": defaults,
-            "summary": (base.summary + "; " if base.summary else "") + f"hyperparameters tuned for epsilon = {eps:g}",
-            "tuned_epsilon": eps,
-            "tuned_from": base.name,
-            "tuned_file": path.name,
-            "__module__": base.__module__,
-            "__doc__": f"{base.name} with hyperparameters {params} tuned at epsilon = {eps:g} ({path.name}).",
-        },
-    )
+        defaults[k] = Param(v, source)
+    body = {"name": name, "defaults": defaults, "__module__": base.__module__, **attrs}
+    return type(cls_name, (base,), body)
+
+
+def _variant(base: type, spec: Mapping[str, Any], path: Path) -> type:
+    eps = float(spec["epsilon"])
+    params = dict(spec.get("params") or {})
+    try:
+        return _derive(
+            base, f"{base.__name__}TunedEps{str(eps).replace('.', 'p')}", tuned_name(base.name, eps), params,
+            f"tuned at epsilon = {eps:g} on public studies, see dpstats/tuned/{path.name}",
+            summary=(base.summary + "; " if base.summary else "") + f"hyperparameters tuned for epsilon = {eps:g}",
+            tuned_epsilon=eps, tuned_from=base.name, tuned_file=path.name,
+            __doc__=f"{base.name} with hyperparameters {params} tuned at epsilon = {eps:g} ({path.name}).",
+        )
+    except ValueError as exc:
+        raise ValueError(f"{path.name}: {exc}") from None
 
 
 def load_tuned(directory: str | Path | None = None, resolve: Callable[[str, str], type] | None = None) -> list[type]:
@@ -88,4 +101,54 @@ def register_tuned(directory: str | Path | None = None) -> list[type]:
             done.append(_REGISTRY[key])
             continue
         done.append(register(cls))
+    return done
+
+
+# --------------------------------------------------------------------------
+# The API's configurations: <algorithm>[api]
+# --------------------------------------------------------------------------
+
+#: The economist API's default method of each task. It must equal ``dpstats.api.DEFAULT_METHODS`` (the
+#: algorithms layer cannot import the API, which sits above it; ``tests/bench/test_leaderboard_api.py``
+#: checks that they agree). Each gets the roster entry :func:`api_name` ``(name)``.
+API_DEFAULTS: dict[str, str] = {"sce": "fwl_score", "linreg": "dpnewton", "mean": "adaptive_whiten"}
+
+
+def api_name(algorithm: str) -> str:
+    """``<algorithm>[api]``: the roster name of the configuration the API runs."""
+    return f"{algorithm}[api]"
+
+
+def api_variant(base: type) -> type:
+    """``base`` as the API runs it with ``inference=True``: its ``interval_params`` as its defaults (not registered).
+
+    The release is the one ``dpstats.private_coef`` (``private_ols``,
+    ``private_mean``) gives with ``method=None``: the point estimate gets
+    only what the interval leaves of the budget. The variant declares
+    ``intervals = False``: the coverage benchmark already runs ``base`` with
+    these hyperparameters, so a second entry there would repeat it; and as a
+    method of the API it is not needed (the API's default is the same
+    configuration, with its interval).
+    """
+    params = dict(getattr(base, "interval_params", None) or {})
+    if not getattr(base, "intervals", False) or not params:
+        raise ValueError(f"{base.name!r} declares no interval_params: the API runs it with its defaults")
+    return _derive(
+        base, f"{base.__name__}API", api_name(base.name), params,
+        f"the economist API's setting with inference=True ({base.name}.interval_params)",
+        summary=(base.summary + "; " if base.summary else "") + f"as the economist API runs it (inference=True: "
+        f"{params})",
+        api_from=base.name, intervals=False, __module__=__name__,
+        __doc__=f"{base.name} with its interval_params {params}, as dpstats.api runs it by default.",
+    )
+
+
+def register_api_variants() -> list[type]:
+    """Register ``<algorithm>[api]`` for each task's :data:`API_DEFAULTS`; idempotent."""
+    from dpstats.algorithms import _REGISTRY, get, register
+
+    done = []
+    for task, name in API_DEFAULTS.items():
+        key = (task, api_name(name))
+        done.append(_REGISTRY[key] if key in _REGISTRY else register(api_variant(get(task, name))))
     return done
