@@ -42,6 +42,17 @@ of trials whose error exceeds 10 and 100 times the baseline (failures count
 as exceeding every threshold). They are exact like ``S`` and are not used
 for the ranking.
 
+Fallback share
+--------------
+``fallback`` is the study-weighted share of trials (the weights of ``S``)
+whose release is a *fallback*, a number that is not an estimate (an
+intercept-only model, an estimate shrunk to exactly zero, the prior centre, a
+failed standardisation released as 0): the trials' column ``fallback``, which
+the benchmark sets from the release's ``details["fallback"]``. A failed trial
+is not a fallback. It is missing (NaN) when the trials have no ``fallback``
+column or a release of the entry has no flag (results stored before the flag
+was recorded). It is not used for the ranking.
+
 Examples
 --------
 >>> import pandas as pd
@@ -96,6 +107,7 @@ __all__ = [
     "format_tau50",
     "format_rate",
     "format_tail",
+    "format_fallback",
     "TAIL_TAUS",
 ]
 
@@ -122,7 +134,7 @@ TRIAL_COLUMNS = (
 #: the columns of leaderboard.csv, in order (``corpus`` is appended when the trials have one)
 LEADERBOARD_COLUMNS = (
     "task", "epsilon", "slice", "algorithm", "interpretation", "tau50", "reaches", "rank", "instances", "studies",
-    "tail10", "tail100",
+    "tail10", "tail100", "fallback",
 )
 
 #: the thresholds of the tail columns: ``tail<t>`` is ``1 - S(t)``
@@ -200,6 +212,8 @@ def prepare(trials: pd.DataFrame) -> pd.DataFrame:
         raise ValueError("error ratios must be non-negative")
     ok = (df["status"] == "ok").to_numpy() & np.isfinite(ratio)
     df["score"] = np.where(ok, ratio, np.inf)
+    if "fallback" in df.columns:
+        df["fallback"] = _flags(df["fallback"], (df["status"] == "ok").to_numpy())
     ck = _corpus_keys(df)
     for key in ("study", "n", "d"):
         per = df.groupby(ck + ["task", "instance"])[key].nunique()
@@ -209,6 +223,28 @@ def prepare(trials: pd.DataFrame) -> pd.DataFrame:
     if (per > 1).any():
         raise ValueError(f"algorithm(s) {list(per[per > 1].index.get_level_values(-1))} have several interpretations")
     return df
+
+
+_TRUE = {"true", "1", "1.0", "yes"}
+_FALSE = {"false", "0", "0.0", "no"}
+_MISSING = {"", "nan", "none", "<na>", "na"}
+
+
+def _flags(col: pd.Series, released: np.ndarray) -> pd.Series:
+    """The ``fallback`` column as a nullable boolean (from bools, 0/1 or their CSV spellings); False for failures."""
+    if col.dtype == bool or str(col.dtype) == "boolean":
+        flags = col.astype("boolean")
+    else:
+        text = col.astype("string").str.strip().str.lower()
+        bad = ~(text.isna() | text.isin(_TRUE | _FALSE | _MISSING))
+        if bad.any():
+            raise ValueError(f"fallback must be true, false or missing, got {col[bad].iloc[0]!r}")
+        flags = pd.Series(pd.array([None] * len(col), dtype="boolean"), index=col.index)
+        flags[text.isin(_TRUE).fillna(False).to_numpy(dtype=bool)] = True
+        flags[text.isin(_FALSE).fillna(False).to_numpy(dtype=bool)] = False
+    flags = flags.copy()
+    flags[~np.asarray(released, dtype=bool)] = False
+    return flags
 
 
 def _corpus_keys(df: pd.DataFrame) -> list[str]:
@@ -370,6 +406,36 @@ def _profiles(sub: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[str, Ste
     return inst, out
 
 
+def _fallback_shares(sub: pd.DataFrame, study_of: dict[Any, Any]) -> dict[str, float]:
+    """Per algorithm: the study-weighted share of trials that released a fallback (NaN when a flag is missing).
+
+    Exact like :func:`_step`: trial weights ``1 / (K m_s T_i)`` as integers over their common denominator.
+    """
+    algos = sorted(set(sub["algorithm"].astype(str)))
+    if "fallback" not in sub.columns:
+        return {a: math.nan for a in algos}
+    per_study: dict[Any, int] = {}
+    for st in study_of.values():
+        per_study[st] = per_study.get(st, 0) + 1
+    k = len(per_study)
+    flags = sub["fallback"]
+    counts = (pd.DataFrame({"algorithm": sub["algorithm"].astype(str), "instance": sub["instance"],
+                            "hit": flags.fillna(False).astype(bool), "unknown": flags.isna()})
+              .groupby(["algorithm", "instance"], sort=False).agg(hits=("hit", "sum"), trials=("hit", "size"),
+                                                                  unknown=("unknown", "any")))
+    out = {a: 0.0 for a in algos}
+    for algo, g in counts.groupby(level="algorithm", sort=False):
+        if g["unknown"].any():
+            out[str(algo)] = math.nan
+            continue
+        terms = [(int(h), k * per_study[study_of[i]] * int(t))
+                 for (_, i), h, t in zip(g.index, g["hits"], g["trials"]) if i in study_of and h]
+        if terms:
+            L = math.lcm(*(d for _, d in terms))
+            out[str(algo)] = float(Fraction(sum(h * (L // d) for h, d in terms), L))
+    return out
+
+
 def _select(trials: pd.DataFrame, corpus: str | None) -> pd.DataFrame:
     df = prepare(trials)
     if "corpus" in df.columns:
@@ -506,7 +572,9 @@ def leaderboard(trials: pd.DataFrame, standard_only_ranked: bool = True) -> pd.D
         highest success rate reached (``S(inf)``), ``rank`` a nullable integer,
         ``instances`` and ``studies`` the size of the slice, ``tail10`` and
         ``tail100`` the weighted shares of trials with a ratio above 10 and
-        100 (failures included), i.e. ``1 - S(10)`` and ``1 - S(100)``. Empty slices are
+        100 (failures included), i.e. ``1 - S(10)`` and ``1 - S(100)``,
+        ``fallback`` the weighted share of trials that released a fallback
+        (NaN when the trials do not record it). Empty slices are
         left out. Rows are ordered by task, epsilon, slice, then ranked
         algorithms by rank and comparisons by the same key.
     """
@@ -517,12 +585,15 @@ def leaderboard(trials: pd.DataFrame, standard_only_ranked: bool = True) -> pd.D
         if sub.empty:
             continue
         inst, profs = _profiles(sub)
+        fallback = _fallback_shares(sub, dict(zip(inst["instance"].to_numpy(dtype=object),
+                                                  inst["study"].to_numpy(dtype=object))))
         entries = []
         for algo, (interp, p) in profs.items():
             reach = float(p.reach)
             entries.append({
                 **dict(zip(ck + ["task", "epsilon", "slice"], key)), "algorithm": algo, "interpretation": interp,
-                "tau50": p.tau50, "reaches": reach, "_key": rank_key(p.tau50, reach, p.reach_tau),
+                "tau50": p.tau50, "reaches": reach, "fallback": fallback[algo],
+                "_key": rank_key(p.tau50, reach, p.reach_tau),
                 "instances": len(inst), "studies": int(inst["study"].nunique()),
                 **{f"tail{t}": float(p.tail(t)) for t in TAIL_TAUS},
             })
@@ -539,6 +610,7 @@ def leaderboard(trials: pd.DataFrame, standard_only_ranked: bool = True) -> pd.D
     out["studies"] = out["studies"].astype(int)
     out["tau50"] = out["tau50"].astype(float)
     out["reaches"] = out["reaches"].astype(float)
+    out["fallback"] = out["fallback"].astype(float)
     for t in TAIL_TAUS:
         out[f"tail{t}"] = out[f"tail{t}"].astype(float)
     order = {t: i for i, t in enumerate(TASKS)}
@@ -571,7 +643,7 @@ def verify_leaderboard(trials: pd.DataFrame | str | Path, board: pd.DataFrame | 
     board : DataFrame or path
         A leaderboard or ``leaderboard.csv``.
     rtol : float
-        Relative tolerance for ``tau50``, ``reaches`` and the tail shares (CSV round trip).
+        Relative tolerance for ``tau50``, ``reaches``, ``fallback`` and the tail shares (CSV round trip).
 
     Returns
     -------
@@ -601,8 +673,10 @@ def verify_leaderboard(trials: pd.DataFrame | str | Path, board: pd.DataFrame | 
         return problems
     for k in a.index.intersection(b.index):
         ra, rb = a.loc[k], b.loc[k]
-        for col in ("tau50", "reaches") + tuple(f"tail{t}" for t in TAIL_TAUS):
+        for col in ("tau50", "reaches", "fallback") + tuple(f"tail{t}" for t in TAIL_TAUS):
             x, y = float(ra[col]), float(rb[col])
+            if math.isnan(x) and math.isnan(y):  # a fallback share the trials do not record
+                continue
             if not (x == y or (math.isfinite(x) and math.isfinite(y) and math.isclose(x, y, rel_tol=rtol, abs_tol=0))):
                 problems.append(f"{k}: {col} {y!r} but recomputed {x!r}")
         for col in ("rank", "instances", "studies", "interpretation"):
@@ -640,6 +714,12 @@ def format_tail(share: float) -> str:
     """A tail share as a percentage, rounded up (so a non-zero tail never shows as 0 %)."""
     pct = math.ceil(100 * float(share) - 1e-9)
     return f"{pct}%"
+
+
+def format_fallback(share: float) -> str:
+    """A fallback share as a percentage rounded up like a tail, ``"NA"`` when the trials do not record it."""
+    v = float(share)
+    return "NA" if math.isnan(v) else format_tail(v)
 
 
 def format_tau50(tau50: float, reaches: float) -> str:

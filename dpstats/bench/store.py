@@ -11,6 +11,12 @@ baseline). The coverage benchmark (``dpstats bench --inference``, see
 of the same file, with the same unique key: a coverage trial runs on a
 resample, so it is never mixed with the point trials.
 
+A trial's ``fallback`` column holds why its release is a fallback (the
+release's ``details["fallback"]``), ``''`` for a trial that is not one, and
+is NULL in rows written before the column existed: opening such a file for
+writing adds the column, and :func:`read_trials` reads the flag of those rows
+as missing.
+
 The file is in WAL mode and every trial is committed as it finishes, so a run
 that is killed (even with SIGKILL) loses at most the trials that were running,
 and a rerun of the same command skips every stored trial. Readers
@@ -63,7 +69,7 @@ TRIAL_COLUMNS = (
     "baseline", "ratio", "seconds", "peak_mb", "n", "d",
 )
 #: further columns :func:`read_trials` appends
-EXTRA_COLUMNS = ("error_value", "estimate", "corpus")
+EXTRA_COLUMNS = ("error_value", "estimate", "fallback", "corpus")
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (
@@ -133,6 +139,7 @@ CREATE TABLE IF NOT EXISTS trials (
     d INTEGER,
     run_id INTEGER REFERENCES runs(run_id),
     finished_at TEXT,
+    fallback TEXT,
     UNIQUE (algorithm, task, instance, epsilon, delta, seed)
 );
 CREATE TABLE IF NOT EXISTS intervals (
@@ -188,6 +195,10 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, default=str, sort_keys=True)
 
 
+def _columns(con: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
+
+
 def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
     if readonly:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
@@ -226,6 +237,8 @@ class Store:
                 self.con.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             elif int(row[0]) != SCHEMA_VERSION:
                 raise StoreMismatch(f"{self.path} has results schema {row[0]}; this dpstats writes {SCHEMA_VERSION}")
+            if "fallback" not in _columns(self.con, "trials"):  # a file written before the column existed
+                self.con.execute("ALTER TABLE trials ADD COLUMN fallback TEXT")
         self._instances: dict[str, tuple] = {}
 
     def close(self) -> None:
@@ -389,11 +402,11 @@ class Store:
         try:
             cur = self.con.execute(
                 "INSERT OR IGNORE INTO trials (algorithm, interpretation, instance, study, task, epsilon, delta, seed,"
-                " status, error, estimate, error_value, baseline, ratio, seconds, peak_mb, n, d, run_id, finished_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " status, error, estimate, error_value, baseline, ratio, seconds, peak_mb, n, d, run_id, finished_at,"
+                " fallback) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (r.algorithm, r.interpretation, r.instance, r.study, r.task, float(r.epsilon), float(r.delta),
                  int(r.seed), r.status, r.error, est, r.error_value, r.baseline, r.ratio, r.seconds, r.peak_mb,
-                 int(r.n), int(r.d), run_id, _now()),
+                 int(r.n), int(r.d), run_id, _now(), r.fallback or ""),
             )
         except BaseException:
             self.con.rollback()
@@ -497,8 +510,10 @@ def read_trials(path: str | os.PathLike[str]) -> pd.DataFrame:
         ``algorithm, interpretation, instance, study, task, epsilon, delta,
         seed, status, error, baseline, ratio, seconds, peak_mb, n, d``,
         then ``error_value`` (the task metric; ``inf`` for failures),
-        ``estimate`` (the release as a JSON list, or missing) and ``corpus``
-        (the corpus name).
+        ``estimate`` (the release as a JSON list, or missing), ``fallback``
+        (nullable boolean: whether the release is a fallback, its
+        ``details["fallback"]``; ``<NA>`` for trials stored before the flag
+        was recorded) and ``corpus`` (the corpus name).
 
         ``ratio`` is ``error_value / baseline``, ``inf`` for every status but
         ``ok``; ``error`` holds the decline reason or the error message
@@ -515,13 +530,16 @@ def read_trials(path: str | os.PathLike[str]) -> pd.DataFrame:
     try:
         meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
         cols = [c for c in TRIAL_COLUMNS + EXTRA_COLUMNS if c != "corpus"]
+        have = _columns(con, "trials")
+        sel = [c if c in have else f"NULL AS {c}" for c in cols]  # an older file has no fallback column
         rows = con.execute(
-            f"SELECT {', '.join(cols)} FROM trials ORDER BY task, algorithm, instance, epsilon, delta, seed"
+            f"SELECT {', '.join(sel)} FROM trials ORDER BY task, algorithm, instance, epsilon, delta, seed"
         ).fetchall()
     finally:
         con.close()
     df = pd.DataFrame.from_records(rows, columns=cols)
     df["corpus"] = meta.get("corpus_name")
+    df["fallback"] = pd.array([None if v is None else v != "" for v in df["fallback"]], dtype="boolean")
     for c in ("epsilon", "delta", "baseline", "ratio", "seconds", "peak_mb", "error_value"):
         df[c] = pd.to_numeric(df[c]).astype(float)
     for c in ("seed", "n", "d"):

@@ -32,6 +32,15 @@ Statuses
 Every status other than ``ok`` has ``ratio = inf`` and ``error_value = inf``:
 a trial that did not release a usable estimate fails at every threshold.
 
+Fallback flags
+--------------
+A release whose ``details`` carry ``"fallback"`` (a string saying why: an
+intercept-only model, an estimate shrunk to exactly zero, the prior centre, a
+failed standardisation released as 0) is a *fallback*: a number that is not
+an estimate. It is scored like any release (status ``ok``) and the reason is
+kept in ``TrialResult.fallback`` (``None`` for every other trial); the
+leaderboard reports each entry's share of fallbacks.
+
 Randomness
 ----------
 The only randomness of a trial is ``rng = numpy.random.default_rng(seed)``,
@@ -120,6 +129,7 @@ __all__ = [
     "FatalJobError",
     "load_problem",
     "execute",
+    "execute_release",
     "score",
     "run_trial",
     "run_job_isolated",
@@ -382,6 +392,8 @@ class TrialResult:
     peak_mb: float
     n: int
     d: int
+    #: why the release is a fallback (its ``details["fallback"]``); None for an estimate and every failure
+    fallback: str | None = None
     #: a coverage trial's interval record (:func:`dpstats.bench.inference.run_inference_trial`); None otherwise
     interval: dict[str, Any] | None = None
 
@@ -438,6 +450,9 @@ def execute(algo_cls: type, problem: Problem, epsilon: float, delta: float, seed
             ) -> tuple[str, str | None, np.ndarray | None, float]:
     """Run one trial in this process, without limits.
 
+    The first four values of :func:`execute_release` (which also returns the
+    release's fallback reason).
+
     Parameters
     ----------
     algo_cls : type
@@ -459,6 +474,12 @@ def execute(algo_cls: type, problem: Problem, epsilon: float, delta: float, seed
     seconds : float
         Wall time of construction and ``run``.
     """
+    return execute_release(algo_cls, problem, epsilon, delta, seed, secure)[:4]
+
+
+def execute_release(algo_cls: type, problem: Problem, epsilon: float, delta: float, seed: int,
+                    secure: bool = False) -> tuple[str, str | None, np.ndarray | None, float, str | None]:
+    """:func:`execute`, and the release's ``details["fallback"]`` (None when absent or not released)."""
     from dpstats.algorithms.base import Decline, Release
 
     if secure:
@@ -471,25 +492,27 @@ def execute(algo_cls: type, problem: Problem, epsilon: float, delta: float, seed
     try:
         out = algo_cls().run(problem.data, problem.facts, epsilon, delta, rng)
     except MemoryError as exc:
-        return "memory", _describe(exc), None, time.perf_counter() - t0
+        return "memory", _describe(exc), None, time.perf_counter() - t0, None
     except BaseException as exc:  # noqa: BLE001 - any failure of the algorithm is a result
-        return "error", _describe(exc), None, time.perf_counter() - t0
+        return "error", _describe(exc), None, time.perf_counter() - t0, None
     seconds = time.perf_counter() - t0
     if isinstance(out, Decline):
-        return "declined", str(out.reason)[:MAX_MESSAGE], None, seconds
+        return "declined", str(out.reason)[:MAX_MESSAGE], None, seconds, None
     if not isinstance(out, Release):
-        return "error", f"algorithm returned {type(out).__name__}, not Release or Decline", None, seconds
+        return "error", f"algorithm returned {type(out).__name__}, not Release or Decline", None, seconds, None
     try:
         est = np.asarray(out.estimate, dtype=float)
     except (TypeError, ValueError) as exc:
-        return "error", f"estimate is not numeric: {_describe(exc)}", None, seconds
+        return "error", f"estimate is not numeric: {_describe(exc)}", None, seconds, None
     if est.size != problem.expected_size or est.ndim > 1 and max(est.shape) != est.size:
         return ("error", f"estimate has shape {est.shape}, expected ({problem.expected_size},)",
-                None, seconds)
+                None, seconds, None)
     est = est.reshape(-1)
     if not np.all(np.isfinite(est)):
-        return "error", f"non-finite estimate {np.array2string(est, threshold=8)}", est, seconds
-    return "released", None, est, seconds
+        return "error", f"non-finite estimate {np.array2string(est, threshold=8)}", est, seconds, None
+    fb = (out.details or {}).get("fallback")
+    fallback = None if fb is None or fb is False or fb == "" else str(fb)[:MAX_MESSAGE]
+    return "released", None, est, seconds, fallback
 
 
 def _ratio_of(err: float, baseline: float) -> float:
@@ -502,8 +525,12 @@ def _ratio_of(err: float, baseline: float) -> float:
 
 
 def score(problem: Problem, algorithm: AlgorithmRef, epsilon: float, delta: float, seed: int, kind: str,
-          message: str | None, estimate: np.ndarray | None, seconds: float, peak_mb: float) -> TrialResult:
-    """Turn a trial's outcome into a :class:`TrialResult` (error metric and ratio for releases)."""
+          message: str | None, estimate: np.ndarray | None, seconds: float, peak_mb: float,
+          fallback: str | None = None) -> TrialResult:
+    """Turn a trial's outcome into a :class:`TrialResult` (error metric and ratio for releases).
+
+    ``fallback`` (the release's fallback reason) is kept for a release that scores (status ``ok``) only.
+    """
     from dpstats.bench.metrics import error as metric_error
 
     status = {"released": "ok", "declined": "declined", "error": "error", "memory": "memory",
@@ -521,6 +548,7 @@ def score(problem: Problem, algorithm: AlgorithmRef, epsilon: float, delta: floa
         study=problem.study, task=problem.task, epsilon=float(epsilon), delta=float(delta), seed=int(seed),
         status=status, error=message, estimate=est, error_value=err_v, baseline=float(problem.baseline.baseline),
         ratio=ratio, seconds=float(seconds), peak_mb=float(max(peak_mb, 0.0)), n=int(problem.n), d=int(problem.d),
+        fallback=fallback if status == "ok" else None,
     )
 
 
@@ -810,7 +838,8 @@ def _worker_loop(conn: Connection, state: _SharedState) -> None:
                 if job.inference:
                     inf_result = run_inference_trial(algo_cls, problem, job.algorithm, eps, dlt, seed, job.secure)
                 else:
-                    kind, message, est, seconds = execute(algo_cls, problem, eps, dlt, seed, job.secure)
+                    kind, message, est, seconds, fallback = execute_release(algo_cls, problem, eps, dlt, seed,
+                                                                            job.secure)
             finally:
                 _set_as_limit(None)
                 state.write(job_no, i, 0.0, rss0, False)
@@ -818,7 +847,8 @@ def _worker_loop(conn: Connection, state: _SharedState) -> None:
             if inf_result is not None:
                 pending.append(replace(inf_result, peak_mb=float(peak_mb)))
             else:
-                pending.append(score(problem, job.algorithm, eps, dlt, seed, kind, message, est, seconds, peak_mb))
+                pending.append(score(problem, job.algorithm, eps, dlt, seed, kind, message, est, seconds, peak_mb,
+                                     fallback))
             now = time.monotonic()
             if i == last or now - last_send >= FLUSH_INTERVAL:
                 conn.send(("done", pending, i == last))
@@ -1452,8 +1482,8 @@ def run_trial(algorithm: str | type, problem: Problem, epsilon: float, delta: fl
         register(algo_cls)
         ref = AlgorithmRef.of(algo_cls)
     if not isolate:
-        kind, message, est, seconds = execute(algo_cls, problem, epsilon, delta, seed, secure)
-        return score(problem, ref, epsilon, delta, seed, kind, message, est, seconds, 0.0)
+        kind, message, est, seconds, fallback = execute_release(algo_cls, problem, epsilon, delta, seed, secure)
+        return score(problem, ref, epsilon, delta, seed, kind, message, est, seconds, 0.0, fallback)
     key = "<memory>"
     _cache_problem(key, problem)
     job = Job(algorithm=ref, corpus=str(Path(key).resolve()), instance=problem.instance,

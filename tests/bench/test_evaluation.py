@@ -235,7 +235,7 @@ def test_tail_columns_by_hand(tmp_path):
     assert lb.loc[("all", "a"), "tail100"] == 3 / 8
     assert lb.loc[("all", "b"), ["tail10", "tail100"]].tolist() == [0.0, 0.0]
     assert list(ev.leaderboard(df).columns) == list(ev.LEADERBOARD_COLUMNS)
-    assert ev.LEADERBOARD_COLUMNS[-2:] == ("tail10", "tail100")
+    assert ev.LEADERBOARD_COLUMNS[-3:] == ("tail10", "tail100", "fallback")
     # the tails are 1 - S(10) and 1 - S(100) of the exact profile
     rates = ev.success_rates(df, [10, 100], "sce", 1.0)
     assert rates.loc["a"].tolist() == [3 / 16, 5 / 8]

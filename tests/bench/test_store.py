@@ -38,7 +38,7 @@ def test_read_trials_contract_and_roundtrip(tmp_path):
         assert st_.add_trial(result(seed=0, status="timeout", error="exceeded the time limit of 60 s"))
         assert st_.add_trial(result(algorithm="b", task="sce", estimate=(3.0,), ratio=0.0))
     df = S.read_trials(path)
-    assert list(df.columns) == CONTRACT + ["error_value", "estimate", "corpus"]
+    assert list(df.columns) == CONTRACT + ["error_value", "estimate", "fallback", "corpus"]
     assert list(S.TRIAL_COLUMNS) == CONTRACT
     # sorted by task, algorithm, instance, epsilon, delta, seed
     assert list(zip(df.task, df.algorithm, df.seed)) == [("mean", "a", 0), ("mean", "a", 1), ("sce", "b", 0)]

@@ -403,7 +403,7 @@ def _board_rows(g: pd.DataFrame, link: bool, task: str) -> list[dict[str, Any]]:
             "algorithm": r.algorithm, "href": _algorithm_page(task, r.algorithm) if link else None,
             "interpretation": r.interpretation, "tau50": ev.format_tau50(r.tau50, r.reaches),
             "reaches": ev.format_rate(r.reaches), "tail10": ev.format_tail(r.tail10),
-            "tail100": ev.format_tail(r.tail100),
+            "tail100": ev.format_tail(r.tail100), "fallback": ev.format_fallback(r.fallback),
         })
     return rows
 
