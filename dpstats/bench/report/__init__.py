@@ -12,8 +12,11 @@ results file written by ``dpstats bench``, or a ``trials.csv``) and writes
   level and slice);
 * with coverage trials (``dpstats bench --inference``): ``intervals.csv``
   (one row per coverage trial), ``coverage.csv``
-  (:func:`dpstats.bench.inference.coverage_table`), a Coverage page per task
-  and a forest plot on each ``sce`` instance's Explore page;
+  (:func:`dpstats.bench.inference.coverage_table`), ``coverage_instances.csv``
+  (:func:`dpstats.bench.inference.instance_coverage`, one row per instance,
+  method and ε), a Coverage page per task (with the per-instance tables and
+  the figure of coverage against median width ratio, one point per
+  instance) and a forest plot on each ``sce`` instance's Explore page;
 * a static site (plain HTML and CSS, no scripts, no network resources; it
   works from ``file://``): ``index.html``; a Leaderboard page per task and
   privacy level with the slices, each with its table and its performance
@@ -42,7 +45,7 @@ from __future__ import annotations
 
 from dpstats.bench.report.loading import _default_results as _default_results, instance_facts, load_intervals, \
     load_trials, profiles_table, public_instance_ids
-from dpstats.bench.report.plots import COLORS, TAU_MAX, plot_profiles, plot_trials
+from dpstats.bench.report.plots import COLORS, TAU_MAX, plot_instance_coverage, plot_profiles, plot_trials
 from dpstats.bench.report.release import build_release, corpus_instance_table
 from dpstats.bench.report.site import SLICE_LABELS, SLICE_TAGS, TASK_LABELS, profile_leaders, write_report
 
@@ -53,6 +56,7 @@ __all__ = [
     "profiles_table",
     "plot_profiles",
     "plot_trials",
+    "plot_instance_coverage",
     "profile_leaders",
     "write_report",
     "build_release",

@@ -84,15 +84,34 @@ def _has_interval_columns(p: Path) -> bool:
     return "covered" in head.columns and "np_covered" in head.columns
 
 
+def _read_intervals_with_se(path: Path) -> pd.DataFrame:
+    """A results file's coverage trials with ``study_se`` from its instance table (see
+    :func:`dpstats.bench.inference.attach_study_se`)."""
+    from dpstats.bench.inference import attach_study_se
+    from dpstats.bench.store import read_instances, read_intervals
+
+    iv = read_intervals(path)
+    if iv.empty:
+        return iv
+    try:
+        inst = read_instances(path)
+    except Exception:  # noqa: BLE001 - an older file without the table: the SEs of clustered instances are bounds
+        inst = None
+    return attach_study_se(iv, inst)
+
+
 def load_intervals(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
     """Read coverage trials (``dpstats bench --inference``) from results files or ``intervals.csv`` files.
 
     A results file without coverage trials, or a CSV of point trials,
-    contributes nothing; the frame is empty when no file has any.
+    contributes nothing; the frame is empty when no file has any. From a
+    results file the trials get the column ``study_se`` (the study's SE of
+    each ``sce`` instance, from the file's instance table), with which the
+    per-instance summaries recover the non-private SE of clustered
+    instances exactly (:func:`dpstats.bench.inference.attach_study_se`);
+    ``intervals.csv`` keeps it.
     """
-    from dpstats.bench.store import read_intervals
-
-    frames = [df for df in _read_results(paths, read_intervals, _has_interval_columns) if not df.empty]
+    frames = [df for df in _read_results(paths, _read_intervals_with_se, _has_interval_columns) if not df.empty]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 

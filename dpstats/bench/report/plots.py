@@ -8,7 +8,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["COLORS", "LINESTYLES", "TAU_MAX", "plot_profiles", "plot_trials", "plot_coverage", "plot_forest"]
+__all__ = ["COLORS", "LINESTYLES", "TAU_MAX", "plot_profiles", "plot_trials", "plot_coverage", "plot_forest",
+           "plot_instance_coverage"]
 
 #: curve colours (Okabe-Ito, then grey shades); none of them is used by the page CSS
 COLORS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -321,4 +322,120 @@ def plot_forest(study: tuple[float, float, float], rows: Sequence[Mapping[str, A
     height = fig.get_size_inches()[1]
     fig.subplots_adjust(left=min(0.4, 0.04 + 0.0085 * longest), right=1 - min(0.4, 0.03 + 0.0085 * longest_r),
                         bottom=min(0.4, 0.55 / height), top=1 - min(0.3, 0.4 / height))
+    return _save(fig, stem)
+
+
+def plot_instance_coverage(panels: Sequence[Mapping[str, Any]], stem: Path, title: str, level: float = 0.95,
+                           floor: float = 0.85, labels: int = 4) -> list[Path]:
+    """Per-instance coverage against median width ratio: one panel per ε, one point per instance and method.
+
+    The x axis (median width ratio, log, shared by the panels) ends in a grey
+    band where the instances whose median width ratio is infinite are drawn
+    (``▸``), one column per method, with their count above the marker when
+    several share a coverage. Dotted: the nominal ``level``; dashed: the
+    per-instance ``floor``; the ``labels`` lowest instances below the floor
+    in each panel are named.
+
+    Parameters
+    ----------
+    panels : sequence of mappings
+        Each with ``title`` and ``points``: a sequence of mappings with
+        ``label`` (the method), ``x`` (median width ratios), ``y``
+        (coverages) and ``names`` (instance ids). A method keeps its colour
+        across panels.
+    stem : Path
+        Output path without suffix; ``.png`` and ``.svg`` are written.
+    title : str
+    level, floor : float
+    labels : int
+        Instances named per panel.
+
+    Returns
+    -------
+    list of Path
+    """
+    methods: list[str] = []
+    for pn in panels:
+        for pt in pn["points"]:
+            if str(pt["label"]) not in methods:
+                methods.append(str(pt["label"]))
+    colors = {m: COLORS[k % len(COLORS)] for k, m in enumerate(methods)}
+    lo, hi = _xlim(x for pn in panels for pt in pn["points"] for x in pt["x"])
+    band = max(4.0, (hi / lo) ** (1 / 3))  # a quarter of the axis: room for a column per method
+    slots = np.geomspace(hi, hi * band, len(methods) + 2)[1:-1] if methods else np.zeros(0)
+    ncols = 1 if len(panels) <= 1 else 2
+    nrows = max(1, math.ceil(len(panels) / ncols))
+    panel_w, panel_h = 4.3, 3.3
+    fig = _figure(panel_w * ncols, panel_h * nrows + 0.5)
+    axes = [fig.add_subplot(nrows, ncols, k + 1) for k in range(max(1, len(panels)))]
+    for ax, pn in zip(axes, panels):
+        low: list[tuple[float, float, float, str]] = []
+        for pt in pn["points"]:
+            m = str(pt["label"])
+            x = np.asarray(pt["x"], dtype=float)
+            y = np.asarray(pt["y"], dtype=float)
+            names = [str(v) for v in pt.get("names", [""] * len(x))]
+            fin = np.isfinite(x)
+            xs = np.clip(x, lo, None)
+            ax.scatter(xs[fin], y[fin], s=16, color=colors[m], marker="o", alpha=0.8, linewidths=0, zorder=3)
+            slot = float(slots[methods.index(m)])
+            ys, counts = np.unique(y[~fin & np.isfinite(y)], return_counts=True)
+            ax.scatter(np.full(ys.shape, slot), ys, s=22, color=colors[m], marker=">", linewidths=0, zorder=3)
+            for yv, cnt in zip(ys, counts):
+                if cnt > 1:  # the count above the marker, so that neighbouring columns do not collide
+                    ax.annotate(f"{cnt}", (slot, yv), xytext=(0, 3), textcoords="offset points", fontsize=5,
+                                color=colors[m], ha="center", va="bottom", zorder=4)
+            for k in range(len(x)):
+                if math.isfinite(y[k]) and y[k] < floor - 1e-12:
+                    low.append((float(y[k]), float(xs[k]) if fin[k] else slot, names[k]))
+        near = (hi * band / lo) ** 0.04  # points this close (and at the same coverage) share one label
+        groups: list[tuple[float, float, list[str]]] = []
+        for yv, xv, name in sorted(low)[:labels]:
+            for gy, gx, gnames in groups:
+                if abs(gy - yv) < 1e-9 and max(gx, xv) / min(gx, xv) < near:
+                    if name not in gnames:  # one instance, several methods: named once
+                        gnames.append(name)
+                    break
+            else:
+                groups.append((yv, xv, [name]))
+        for yv, xv, gnames in groups:
+            left = xv < hi
+            ax.annotate(", ".join(gnames), (xv, yv), xytext=(4 if left else -5, 0), textcoords="offset points",
+                        fontsize=5.5, color="#333333", ha="left" if left else "right", va="center", zorder=5)
+        ax.axvspan(hi, hi * band, color="#eeeeee", zorder=0)
+        ax.text((hi * hi * band) ** 0.5, -0.015, "∞", ha="center", va="top", fontsize=8, color="#555555",
+                transform=ax.get_xaxis_transform())  # in the row of the tick labels
+        ax.axhline(level, color="#999999", linewidth=0.8, linestyle=":", zorder=1)
+        ax.axhline(floor, color="#D55E00", linewidth=0.8, linestyle="--", zorder=1)
+        ax.axvline(1.0, color="#999999", linewidth=0.8, linestyle=":", zorder=1)
+        _log_axis(ax)
+        from matplotlib.ticker import FuncFormatter
+
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}" if v <= hi * 1.0001 else ""))
+        ax.set_xlim(lo, hi * band)
+        ax.set_ylim(-0.03, 1.07)
+        ax.set_title(str(pn["title"]), fontsize=9)
+        ax.grid(True, which="major", alpha=0.25)
+        ax.tick_params(labelsize=7)
+    for k, ax in enumerate(axes):
+        if k // ncols == nrows - 1 or k + ncols >= len(axes):
+            ax.set_xlabel("median width ratio (private / non-private; ▸ grey band = ∞)", fontsize=7)
+        if k % ncols == 0:
+            ax.set_ylabel("coverage of the instance", fontsize=7)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=colors[m], marker="o", linestyle="none", label=m) for m in methods]
+    handles += [Line2D([], [], color="#999999", linestyle=":", label=f"nominal {level:g}"),
+                Line2D([], [], color="#D55E00", linestyle="--", label=f"per-instance line {floor:g}")]
+    fig.suptitle(title, fontsize=10)
+    leg = fig.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(0.0, 1.0), frameon=False)
+    fig.draw_without_rendering()
+    legend_in = leg.get_window_extent().width / fig.dpi + 0.3
+    width = panel_w * ncols + legend_in
+    height = panel_h * nrows + 0.5
+    fig.set_size_inches(width, height)
+    right = 1 - (legend_in + 0.1) / width
+    fig.subplots_adjust(left=0.6 / width, right=right, wspace=0.25, hspace=0.4, bottom=0.5 / height,
+                        top=1 - 0.55 / height)
+    leg.set_bbox_to_anchor((right + 0.1 / width, 1 - 0.55 / height), transform=fig.transFigure)
     return _save(fig, stem)

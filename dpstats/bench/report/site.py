@@ -21,7 +21,8 @@ import pandas as pd
 from dpstats.bench import evaluation as ev
 from dpstats.bench.report.loading import _order_columns, _sort_trials, instance_facts, profiles_table, \
     public_instance_ids
-from dpstats.bench.report.plots import TAU_MAX, plot_coverage, plot_forest, plot_profiles, plot_trials
+from dpstats.bench.report.plots import TAU_MAX, plot_coverage, plot_forest, plot_instance_coverage, plot_profiles, \
+    plot_trials
 
 __all__ = ["SLICE_LABELS", "SLICE_TAGS", "TASK_LABELS", "PROFILE_LEADERS", "TEMPLATES", "environment",
            "profile_leaders", "write_report"]
@@ -133,9 +134,11 @@ def write_report(trials: pd.DataFrame, out: str | os.PathLike[str], *, facts: pd
 
     With coverage trials (``intervals``, from ``dpstats bench --inference``)
     it also writes ``intervals.csv`` (one row per coverage trial),
-    ``coverage.csv`` (:func:`dpstats.bench.inference.coverage_table`), a
-    Coverage page per task and a forest plot on each ``sce`` instance's
-    Explore page.
+    ``coverage.csv`` (:func:`dpstats.bench.inference.coverage_table`),
+    ``coverage_instances.csv`` (:func:`dpstats.bench.inference.instance_coverage`),
+    a Coverage page per task (with the per-instance table and the figure of
+    coverage against median width ratio, one point per instance) and a
+    forest plot on each ``sce`` instance's Explore page.
 
     Parameters
     ----------
@@ -163,22 +166,26 @@ def write_report(trials: pd.DataFrame, out: str | os.PathLike[str], *, facts: pd
     -------
     dict
         ``leaderboard`` (DataFrame), ``coverage`` (DataFrame or None),
-        ``files`` (list of written paths), ``explored`` (corpora with Explore
-        pages).
+        ``instances`` (the per-instance table, DataFrame or None), ``files``
+        (list of written paths), ``explored`` (corpora with Explore pages).
     """
-    from dpstats.bench.inference import INTERVAL_COLUMNS, coverage_table, prepare_intervals
+    from dpstats.bench.inference import INTERVAL_COLUMNS, coverage_table, instance_coverage, prepare_intervals, \
+        trial_validity
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     cov = None
     iv = None
+    per = None
     if intervals is not None and not intervals.empty:
         iv = prepare_intervals(intervals)
         iv["corpus"] = iv["corpus"].fillna("results").astype(str)
-        cov = coverage_table(iv)  # validates before anything is written
+        valid = trial_validity(iv)  # validates before anything is written; computed once for both tables
+        cov = coverage_table(valid)
+        per = instance_coverage(valid)
     trials = trials.copy()
-    if trials.empty and iv is not None:
-        return _write_inference_only(trials, iv, cov, out, site, public, explore)
+    if trials.empty and iv is not None and cov is not None and per is not None:
+        return _write_inference_only(trials, iv, cov, per, out, site, public, explore)
     if "corpus" not in trials.columns:
         trials["corpus"] = "results"
     trials["corpus"] = trials["corpus"].fillna("results").astype(str)
@@ -200,26 +207,28 @@ def write_report(trials: pd.DataFrame, out: str | os.PathLike[str], *, facts: pd
         explored = _explorable(trials, public, explore)
         if facts is None:
             facts = instance_facts(trials)
-        files += _write_site(trials, lb, prof, facts, out, explored, dict(defaults or {}), iv, cov)
-    if iv is not None and cov is not None:
-        files += _write_inference_csv(iv, cov, out, INTERVAL_COLUMNS)
-    return {"leaderboard": lb, "coverage": cov, "files": files, "explored": sorted(explored)}
+        files += _write_site(trials, lb, prof, facts, out, explored, dict(defaults or {}), iv, cov, per)
+    if iv is not None and cov is not None and per is not None:
+        files += _write_inference_csv(iv, cov, per, out, INTERVAL_COLUMNS)
+    return {"leaderboard": lb, "coverage": cov, "instances": per, "files": files, "explored": sorted(explored)}
 
 
-def _write_inference_csv(iv: pd.DataFrame, cov: pd.DataFrame, out: Path, columns: Any) -> list[Path]:
+def _write_inference_csv(iv: pd.DataFrame, cov: pd.DataFrame, per: pd.DataFrame, out: Path, columns: Any
+                         ) -> list[Path]:
     cols = [c for c in columns if c in iv.columns] + [c for c in iv.columns if c not in columns]
     iv[cols].sort_values(["corpus", "task", "algorithm", "instance", "epsilon", "seed"], kind="stable").to_csv(
         out / "intervals.csv", index=False)
     cov.to_csv(out / "coverage.csv", index=False)
-    return [out / "intervals.csv", out / "coverage.csv"]
+    per.to_csv(out / "coverage_instances.csv", index=False)
+    return [out / "intervals.csv", out / "coverage.csv", out / "coverage_instances.csv"]
 
 
-def _write_inference_only(trials: pd.DataFrame, iv: pd.DataFrame, cov: pd.DataFrame, out: Path, site: bool,
-                          public: Mapping[str, Any] | None, explore: bool | None) -> dict[str, Any]:
+def _write_inference_only(trials: pd.DataFrame, iv: pd.DataFrame, cov: pd.DataFrame, per: pd.DataFrame, out: Path,
+                          site: bool, public: Mapping[str, Any] | None, explore: bool | None) -> dict[str, Any]:
     """A report of coverage trials alone (a results file written by ``dpstats bench --inference`` only)."""
     from dpstats.bench.inference import INTERVAL_COLUMNS
 
-    files = _write_inference_csv(iv, cov, out, INTERVAL_COLUMNS)
+    files = _write_inference_csv(iv, cov, per, out, INTERVAL_COLUMNS)
     explored: set[str] = set()
     if site:
         if public is None:
@@ -227,15 +236,15 @@ def _write_inference_only(trials: pd.DataFrame, iv: pd.DataFrame, cov: pd.DataFr
         explored = _explorable(iv, public, explore)
         (out / "style.css").write_text((TEMPLATES / "style.css").read_text(encoding="utf-8"), encoding="utf-8")
         files.append(out / "style.css")
-        files += _write_inference_pages(iv, cov, out, explored)
+        files += _write_inference_pages(iv, cov, per, out, explored)
         fx = instance_facts(iv.drop_duplicates("instance").assign(baseline=np.nan))
         files += _write_explore(iv.iloc[0:0].assign(score=[]), pd.DataFrame(), fx.set_index("instance")
                                 if not fx.empty else pd.DataFrame(), out, explored, iv)
         files.append(_render(out / "index.html", "index.html", "Overview", 0, "index.html", rows=[],
                              n_trials=0, n_algorithms=0, n_instances=0, n_studies=0,
                              corpora=sorted(iv["corpus"].unique()), coverage=_coverage_links(iv), point=False))
-    return {"leaderboard": pd.DataFrame(columns=list(ev.LEADERBOARD_COLUMNS)), "coverage": cov, "files": files,
-            "explored": sorted(explored)}
+    return {"leaderboard": pd.DataFrame(columns=list(ev.LEADERBOARD_COLUMNS)), "coverage": cov, "instances": per,
+            "files": files, "explored": sorted(explored)}
 
 
 def _coverage_links(iv: pd.DataFrame | None) -> list[dict[str, str]]:
@@ -252,9 +261,59 @@ def _pct(x: Any) -> str:
     return "" if math.isnan(v) else f"{100 * v:.1f}"
 
 
-def _write_inference_pages(iv: pd.DataFrame, cov: pd.DataFrame, out: Path, explored: set[str]) -> list[Path]:
-    """One Coverage page per task: per ε and slice the coverage table, and a coverage/width figure per corpus."""
-    from dpstats.bench.inference import COVERAGE_TOLERANCE, LEVEL
+def _worst_cell(r: Any) -> str:
+    if pd.isna(r.worst_coverage):
+        return ""
+    return f"{_pct(r.worst_coverage)} ({r.worst_instance})"
+
+
+def _instance_section(pc: pd.DataFrame, corpus: str, task: str, out: Path, explored: set[str]
+                      ) -> tuple[list[Path], dict[str, Any] | None]:
+    """The per-instance part of a Coverage page: the figure (a panel per ε) and a table per ε, by coverage."""
+    from dpstats.bench.inference import CONFIDENT_MISS_SE, INSTANCE_FLOOR, LEVEL
+
+    if pc.empty:
+        return [], None
+    panels, tables = [], []
+    link = corpus in explored and task == "sce"  # an sce instance of an explored corpus has a page (forest plot)
+    for eps in sorted(pc["epsilon"].unique()):
+        g = pc[pc["epsilon"] == eps]
+        points = [{"label": str(name), "x": h["median_width_ratio"].to_numpy(dtype=float),
+                   "y": h["coverage"].to_numpy(dtype=float), "names": h["instance"].astype(str).tolist()}
+                  for name, h in g.groupby("algorithm", sort=True)]
+        panels.append({"title": f"ε = {_eps(eps)}", "points": points})
+        rows = [{
+            "instance": r.instance, "href": _instance_page(r.instance) if link else None,
+            "algorithm": r.algorithm, "coverage": f"{_pct(r.coverage)} ± {_pct(r.coverage_se)}",
+            "all": _pct(r.coverage_all), "reference": _pct(r.reference),
+            "difference": "" if pd.isna(r.difference) else f"{100 * r.difference:+.1f}",
+            "width": _fmt(r.median_width_ratio), "infinite": _pct(r.infinite), "failed": _pct(r.failed),
+            "misses": str(int(r.confident_misses)), "max_miss": _fmt(r.max_miss_se, 2) + ("" if r.se_exact or pd.isna(r.max_miss_se) else " *"),
+            "trials": str(int(r.trials)),
+            "cls": "comparison" if not (r.coverage < INSTANCE_FLOOR - 1e-12 or r.confident_misses > 0) else "",
+        } for r in g.itertuples(index=False)]
+        low = int((g["coverage"] < INSTANCE_FLOOR - 1e-12).sum())
+        tables.append({"eps": _eps(eps), "table_id": f"inst-{_safe(corpus)}-eps{_eps(eps)}", "rows": rows,
+                       "low": low, "pairs": len(g), "misses": int(g["confident_misses"].sum()),
+                       "inexact": bool((~g["se_exact"].astype(bool)).any())})
+    stem = f"img/coverage-instances-{_safe(corpus)}-{task}"
+    files = plot_instance_coverage(panels, out / stem, f"{task}: per-instance coverage of the {LEVEL:g} intervals "
+                                   f"({corpus})", level=LEVEL, floor=INSTANCE_FLOOR)
+    fig = {"stem": stem, "alt": f"per-instance coverage against median width ratio, {task}", "width": None,
+           "caption": f"One point per instance and method: its coverage over the trials against its median width "
+                      f"ratio (log axis); instances whose median width ratio is infinite are drawn in the grey band "
+                      f"at the right (▸, one column per method, the number of instances above a shared point). "
+                      f"Dotted: the nominal {LEVEL:g}; dashed: the {INSTANCE_FLOOR:g} line; the lowest instances "
+                      f"below it are named"}
+    return files, {"figure": fig, "tables": tables, "floor": f"{100 * INSTANCE_FLOOR:g}",
+                   "threshold": f"{CONFIDENT_MISS_SE:g}"}
+
+
+def _write_inference_pages(iv: pd.DataFrame, cov: pd.DataFrame, per: pd.DataFrame, out: Path, explored: set[str]
+                           ) -> list[Path]:
+    """One Coverage page per task: per ε and slice the coverage table, a coverage/width figure per corpus, and the
+    per-instance validity (a figure with a panel per ε, a table per ε sorted by coverage)."""
+    from dpstats.bench.inference import CONFIDENT_MISS_SE, COVERAGE_TOLERANCE, INSTANCE_FLOOR, LEVEL
 
     files: list[Path] = []
     tasks = [t for t in ev.TASKS if t in set(cov["task"])]
@@ -263,6 +322,9 @@ def _write_inference_pages(iv: pd.DataFrame, cov: pd.DataFrame, out: Path, explo
         sections = []
         for corpus in sorted(ct["corpus"].unique()):
             cc = ct[ct["corpus"] == corpus]
+            inst_files, inst = _instance_section(per[(per["corpus"] == corpus) & (per["task"] == task)], corpus, task,
+                                                 out, explored)
+            files += inst_files
             a = cc[cc["slice"] == "all"]
             series = []
             for name, g in a.groupby("algorithm", sort=False):
@@ -290,7 +352,8 @@ def _write_inference_pages(iv: pd.DataFrame, cov: pd.DataFrame, out: Path, explo
                         "coverage": f"{_pct(r.coverage)} ± {_pct(r.coverage_se)}", "reference": _pct(r.reference),
                         "difference": "" if r.algorithm == "non-private" else f"{100 * r.difference:+.1f}",
                         "width": _fmt(r.median_width_ratio), "infinite": _pct(r.infinite), "failed": _pct(r.failed),
-                        "trials": str(int(r.trials)),
+                        "trials": str(int(r.trials)), "worst": _worst_cell(r), "below": _pct(r.below_85),
+                        "misses": "" if pd.isna(r.confident_misses) else str(int(r.confident_misses)),
                         "cls": "reference" if r.algorithm == "non-private" else ("ranked" if r.eligible else
                                                                                  "comparison"),
                     } for r in g.itertuples(index=False)]
@@ -299,6 +362,7 @@ def _write_inference_pages(iv: pd.DataFrame, cov: pd.DataFrame, out: Path, explo
                                    "instances": int(ref.instances), "studies": int(ref.studies), "rows": rows})
                 epsilons.append({"eps": _eps(eps), "slices": slices})
             sections.append({"name": corpus, "heading": ct["corpus"].nunique() > 1, "epsilons": epsilons,
+                             "anchor": f"instances-{_safe(corpus)}", "instances": inst,
                              "figure": {"stem": stem, "alt": f"coverage and width ratio against epsilon, {task}",
                                         "width": None,
                                         "caption": "Study-weighted coverage (± 2 binomial SE) and median width "
@@ -306,7 +370,8 @@ def _write_inference_pages(iv: pd.DataFrame, cov: pd.DataFrame, out: Path, explo
         others = [(_inference_page(t), t) for t in tasks if t != task]
         files.append(_render(out / _inference_page(task), "inference.html", f"Coverage {task}", 0,
                              task_label=TASK_LABELS[task], task=task, sections=sections, others=others,
-                             level=f"{LEVEL:g}", tolerance=f"{100 * COVERAGE_TOLERANCE:g}"))
+                             level=f"{LEVEL:g}", tolerance=f"{100 * COVERAGE_TOLERANCE:g}",
+                             floor=f"{100 * INSTANCE_FLOOR:g}", threshold=f"{CONFIDENT_MISS_SE:g}"))
     return files
 
 
@@ -410,7 +475,7 @@ def _board_rows(g: pd.DataFrame, link: bool, task: str) -> list[dict[str, Any]]:
 
 def _write_site(trials: pd.DataFrame, lb: pd.DataFrame, prof: pd.DataFrame, facts: pd.DataFrame, out: Path,
                 explored: set[str], defaults: Mapping[str, str], iv: pd.DataFrame | None = None,
-                cov: pd.DataFrame | None = None) -> list[Path]:
+                cov: pd.DataFrame | None = None, per: pd.DataFrame | None = None) -> list[Path]:
     files: list[Path] = []
     (out / "style.css").write_text((TEMPLATES / "style.css").read_text(encoding="utf-8"), encoding="utf-8")
     files.append(out / "style.css")
@@ -457,8 +522,8 @@ def _write_site(trials: pd.DataFrame, lb: pd.DataFrame, prof: pd.DataFrame, fact
         rows.append({"href": _lb_page(task, eps), "task": TASK_LABELS[task], "eps": _eps(eps),
                      "best": [{"algorithm": r.algorithm, "tau50": ev.format_tau50(r.tau50, r.reaches),
                                "corpus": r.corpus} for r in best.itertuples(index=False)]})
-    if iv is not None and cov is not None:
-        files += _write_inference_pages(iv, cov, out, explored)
+    if iv is not None and cov is not None and per is not None:
+        files += _write_inference_pages(iv, cov, per, out, explored)
     files.append(_render(out / "index.html", "index.html", "Overview", 0, "index.html", rows=rows,
                          n_trials=len(prep), n_algorithms=len(prep[["task", "algorithm"]].drop_duplicates()),
                          n_instances=prep["instance"].nunique(), n_studies=prep["study"].nunique(), corpora=corpora,
