@@ -16,6 +16,15 @@ Without declared levels, the levels present in the data are used and
 collinear dummies are dropped as R's ``lm`` does; both are then treated as
 public, and a :class:`~dpstats.privacy.accounting.PrivacyLeakWarning` says so.
 
+Every result says whether it is worth reporting: ``res.uninformative`` (a
+bool) is True when the method declined, when the released value is a
+fallback rather than an estimate (``res.fallback``), or when an interval is
+infinite or wider than the public range; ``res.uninformative_reason`` says
+why and what to do (a larger epsilon, declared bounds, fewer controls, more
+rows). Data sets too small for any private estimate are declined by a public
+rule, before any budget is spent: ``n * epsilon < 10 * sqrt(k)``, with ``k``
+the number of released quantities (see :func:`private_coef`).
+
 ``epsilon`` has no default: the budget is a choice. The noise comes from
 fresh operating-system entropy unless you pass a ``seed``, which makes the
 release reproducible by whoever knows the seed (for teaching and tests; it
@@ -45,7 +54,7 @@ import pandas as pd
 
 from dpstats.algorithms import get as get_algorithm
 from dpstats.algorithms import list_algorithms
-from dpstats.algorithms.base import INTERPRETATIONS, Release
+from dpstats.algorithms.base import INTERPRETATIONS, Decline, Release
 from dpstats.data.corpus import InstanceSpec
 from dpstats.errors import CorpusError
 from dpstats.data.instance import build_instance, design_from_formula, factor_variables
@@ -125,6 +134,60 @@ _TASK_TITLES = {
 }
 
 _SOURCE = Path("<data>")
+
+#: The start of the reason of the API's decline on too few rows (a public rule, see :func:`_too_few_rows`).
+_TINY_PREFIX = "too few rows for a private estimate at this epsilon"
+
+#: Plain words for fwl_score's ``interval_check`` (why its interval is infinite) and the remedy; ``{coef}``
+#: is the coefficient's name.
+_CHECK_WORDS: dict[str, tuple[str, str]] = {
+    "denominator is noise": (
+        "the variation of {coef} left after partialling out the controls cannot be told apart from the privacy "
+        "noise (the denominator of the estimate is noise)",
+        "Use a larger epsilon or more rows, fewer controls, or declare bounds for {coef} and the outcome."),
+    "regression dilution": (
+        "the controls were estimated so noisily that their error may attenuate the estimate by an amount the "
+        "release cannot bound (regression dilution)",
+        "Use fewer controls, declare bounds for them, or use a larger epsilon or more rows."),
+    "unresolved controls": (
+        "the privacy noise hides too many directions of the controls (or of the absorbed fixed effects), which "
+        "biases the estimate by an amount the interval cannot see",
+        "Use fewer controls or coarser fixed effects, a larger epsilon or more rows."),
+    "failed standardisation": (
+        "the private standardisation of the columns failed: the budget was too small to find the scale of the "
+        "data",
+        "Declare bounds for the outcome and every regressor (bounds={{...}}), which replace that step, or use a "
+        "larger epsilon."),
+}
+
+
+def _infinite_cause(check: str | None, method: str, coef: str | None) -> tuple[str, str]:
+    """Why an interval is infinite (from the method's ``interval_check`` when it has one) and the remedy."""
+    name = coef or "the regressor"
+    for key, (cause, remedy) in _CHECK_WORDS.items():
+        if check and str(check).startswith(key):
+            return cause.format(coef=name), remedy.format(coef=name)
+    return (f"{method} cannot localise the estimate at this budget (the privacy noise, or a private step that "
+            "failed, leaves its error unbounded)",
+            "Use a larger epsilon or more rows, declare bounds for the outcome and the regressors, or use fewer "
+            "controls.")
+
+
+def _fallback_remedy(fallback: str, terms: Sequence[str] = ()) -> str:
+    """The remedy for a release that is a fallback, by what the method fell back to (``terms``: those replaced)."""
+    f = fallback.lower()
+    if "standardis" in f:
+        return ("Declare bounds for the outcome and every regressor (bounds={...}), which replace the private "
+                "standardisation, or use a larger epsilon.")
+    if "prior centre" in f:
+        cols = ", ".join(terms) if terms else "these columns"
+        return f"Declare bounds for {cols} (bounds={{...}}), or use a larger epsilon or more rows."
+    if "intercept-only" in f or "median of y" in f:
+        return ("Declare bounds for the outcome and the regressors, or use a larger epsilon, fewer regressors or "
+                "more rows.")
+    if "shrunk" in f:
+        return "The privacy noise is as large as the estimate: use a larger epsilon or more rows."
+    return "Use a larger epsilon or more rows, declare bounds, or use fewer controls."
 
 
 # --------------------------------------------------------------------------
@@ -215,6 +278,27 @@ class PrivateResult:
         says so per release (``fwl_score``: ``"HC0"``, or ``"classical,
         within the absorbed groups"`` when a fixed effect is absorbed); a
         public fact.
+    fallback : str or None
+        Set when the released value is not an estimate of the target but
+        what the method releases when it cannot estimate it (the method's
+        ``details["fallback"]``: e.g. ``"intercept-only model at a private
+        median of y"``, ``"shrunk to 0: ..."``, ``"prior centre released for
+        ..."``, ``"0 released: the private standardisation failed ..."``);
+        a paid statistic. Such a release is :attr:`uninformative`.
+    fallback_terms : tuple of str
+        The terms the fallback replaced: those the method marks (``adaptive_whiten``'s
+        per-column ``details["guard"]``), else every term; ``()`` without a fallback.
+    interval_check : str or None
+        The method's check on its interval (``fwl_score``: ``"ok"``, or what
+        made it infinite: ``"denominator is noise"``, ``"regression
+        dilution"``, ``"unresolved controls"``, ``"failed standardisation
+        (scales)"`` or ``"(Gram)"``); a paid statistic, read by
+        :attr:`uninformative_reason`.
+    uninformative : bool
+        (property) True when the release says nothing about the target; see
+        :attr:`uninformative_reason`.
+    uninformative_reason : str or None
+        (property) Why, and what to do about it; ``None`` when informative.
     """
 
     task: str
@@ -243,6 +327,9 @@ class PrivateResult:
     df: float | None = None
     bias_bound: Any = None
     sampling_error: str | None = None
+    fallback: str | None = None
+    fallback_terms: tuple[str, ...] = ()
+    interval_check: str | None = None
 
     def __post_init__(self) -> None:
         # mappings are copied into read-only views so the record cannot drift
@@ -312,8 +399,86 @@ class PrivateResult:
     def _robust(self) -> bool:
         return self.method in _ROBUST and not self._classical_within()
 
-    def uninformative(self, level: float = 0.95) -> tuple[str, ...]:
-        """Terms whose interval says little: infinite, or wider than the term's public bounds.
+    @property
+    def uninformative(self) -> bool:
+        """True when the release says nothing about the target, so that it should not be reported as an estimate.
+
+        That is when the method declined; when the release is a
+        :attr:`fallback` (a value the method releases when it cannot estimate
+        the target, even with a finite interval); or when a released term's
+        95% interval is infinite or wider than its public range
+        (:meth:`uninformative_terms`). A release without an interval
+        (``inference=False``) is judged by the first two rules only.
+        :attr:`uninformative_reason` says why and what to do.
+        """
+        return self.uninformative_reason is not None
+
+    @property
+    def uninformative_reason(self) -> str | None:
+        """Why the release is :attr:`uninformative`, and the remedy (a larger epsilon, bounds, ...); ``None`` when informative.
+
+        Built from the decline's reason, the :attr:`fallback`, the
+        :attr:`interval_check` and the public facts only.
+        """
+        if self.declined:
+            reason = str(self.reason or "no reason given").rstrip(".")
+            if reason.startswith(_TINY_PREFIX):  # the API's public rule: the reason has its remedy
+                return f"The method declined to release an estimate: {reason}."
+            return (f"The method declined to release an estimate ({reason}). Another method "
+                    f"(dpstats.list_algorithms({self.task!r})), a larger epsilon or declared bounds may give a "
+                    "release.")
+        if self.fallback:
+            return (f"{self._fallback_subject()} not estimated: {'it is' if self._fallback_one() else 'they are'} "
+                    f"the method's fallback when it cannot estimate "
+                    f"{'it' if self._fallback_one() else 'them'} ({str(self.fallback).rstrip('.')}). "
+                    f"{_fallback_remedy(str(self.fallback), self._fallback_set())}")
+        bad = self.uninformative_terms()
+        if not bad:
+            return None
+        lo, hi = self._interval(0.95)
+        infinite = [t for t, a, b in zip(self.terms, lo, hi) if t in bad and not (np.isfinite(a) and np.isfinite(b))]
+        wide = [t for t in bad if t not in infinite]
+        parts = []
+        if infinite:
+            cause, remedy = _infinite_cause(self.interval_check, self.method, self.coefficient)
+            parts.append(f"The 95% interval of {', '.join(infinite)} is infinite: {cause}. {remedy}")
+        if wide:
+            parts.append(f"The 95% interval of {', '.join(wide)} is wider than the range the public bounds allow, "
+                         "so it says nothing the bounds do not. Use a larger epsilon or more rows.")
+        return " ".join(parts)
+
+    def _fallback_set(self) -> tuple[str, ...]:
+        """The terms a fallback replaced (every term when the method does not say which)."""
+        if not self.fallback:
+            return ()
+        return tuple(self.fallback_terms) or tuple(self.terms)
+
+    def _fallback_one(self) -> bool:
+        return len(self._fallback_set()) == 1
+
+    def _fallback_subject(self) -> str:
+        """'The released value was' / 'The released means of a, b were' (the subject of a fallback sentence)."""
+        fb = self._fallback_set()
+        if self.task == "sce":
+            return f"The released coefficient of {self.coefficient} was"
+        kind = "coefficient" if self.task == "linreg" else "mean"
+        if len(fb) == len(self.terms) and len(fb) > 1:
+            return f"The released {kind}s were"
+        return f"The released {kind}{'' if len(fb) == 1 else 's'} of {', '.join(fb)} {'was' if len(fb) == 1 else 'were'}"
+
+    def _target(self) -> str:
+        if self.task == "sce":
+            return f"coefficient of {self.coefficient}"
+        return "coefficients" if self.task == "linreg" else "means"
+
+    def uninformative_terms(self, level: float = 0.95) -> tuple[str, ...]:
+        """Terms whose interval at ``level`` says little: infinite, or wider than the term's public range.
+
+        For a mean, the range is the column's declared bounds; for a
+        coefficient, the range ``2 |dy| / |dx|`` that declared bounds on the
+        outcome and the regressor imply (when both are declared and the
+        interval contains 0). ``()`` without an interval. A :attr:`fallback`
+        is uninformative whatever its interval (see :attr:`uninformative`).
 
         Returns
         -------
@@ -413,14 +578,18 @@ class PrivateResult:
                          + ", ".join(self.levels_from_data))
         lines.append("")
         if self.declined:
-            lines.append(f"  The method declined to release an estimate: {self.reason}")
+            lines.append("  Nothing was released (the reason below).")
         elif self.has_interval:
             width = max(len(t) for t in self.terms)
             lo, hi = self._interval(0.95)
             se = np.atleast_1d(np.asarray(self.std_error, dtype=float))
+            fallen = set(self._fallback_set())
             lines.append(f"  {'term':<{width}}  {'private estimate':>16}  {'std. error':>11}  95% interval")
             for t, v, s, a, b in zip(self.terms, self._values(), se, lo, hi):
-                lines.append(f"  {t:<{width}}  {_fmt(float(v)):>16}  {_fmt(float(s)):>11}  [{_fmt(float(a))}, {_fmt(float(b))}]")
+                # a fallback was not estimated: its interval, even a finite one, is not shown as an interval
+                ci = ("not estimated (fallback)" if t in fallen and np.isfinite(a) and np.isfinite(b)
+                      else f"[{_fmt(float(a))}, {_fmt(float(b))}]")
+                lines.append(f"  {t:<{width}}  {_fmt(float(v)):>16}  {_fmt(float(s)):>11}  {ci}")
         else:
             width = max(len(t) for t in self.terms)
             lines.append(f"  {'term':<{width}}  private estimate")
@@ -441,14 +610,24 @@ class PrivateResult:
         if self.seeded:
             lines.append("  WARNING: a fixed seed was used, and whoever knows it can remove the noise; not for "
                          "publication.")
-        if self.has_interval:
-            lines.append("  The interval is for the population " + ("mean" if self.task == "mean" else "coefficient")
-                         + f" and covers {self._covers()}.")
-            bad = self.uninformative()
-            if bad:
-                lines.append("  Uninformative (infinite, or wider than the public range): " + ", ".join(bad) + ".")
-        else:
+        what = "mean" if self.task == "mean" else "coefficient"
+        fb = self._fallback_set()
+        rest = [t for t in self.terms if t not in fb]
+        if self.has_interval and fb:
+            lines.append(f"  {self._fallback_subject()} not estimated (a fallback): "
+                         f"{'its interval is not a confidence interval' if len(fb) == 1 else 'their intervals are not confidence intervals'} "
+                         f"for the population {what}{'' if len(fb) == 1 else 's'}.")
+            if rest:
+                lines.append(f"  The interval{'s' if len(rest) > 1 else ''} of {', '.join(rest)} "
+                             f"{'are' if len(rest) > 1 else 'is'} for the population {what} and cover"
+                             f"{'' if len(rest) > 1 else 's'} {self._covers()}.")
+        elif self.has_interval:
+            lines.append(f"  The interval is for the population {what} and covers {self._covers()}.")
+        elif not self.declined:
             lines.append("  The estimate includes deliberate random noise; no standard error is released.")
+        reason = self.uninformative_reason
+        if reason is not None:
+            lines.append(f"  Uninformative: {reason}")
         return "\n".join(lines)
 
     def _user_bounds(self) -> dict[str, tuple[float, float]]:
@@ -515,18 +694,38 @@ class PrivateResult:
                          "whoever knows the seed and the other rows can remove the noise and recover a person's "
                          "values. Such a release is for teaching and tests only; publish only a release made "
                          "without a seed.")
-        if self.declined:
-            paras.append(f"The method declined to release an estimate ({self.reason}). The decline itself was "
-                         "computed within the same budget.")
+        if self.declined and not self.ledger:
+            paras.append("Nothing was released. The decline follows a public rule (on n, the number of released "
+                         "quantities and epsilon): it reveals nothing about the data, and no budget was spent.")
+        elif self.declined:
+            paras.append("Nothing was released. The decline itself was computed within the same budget.")
         else:
             fresh = "" if self.seeded else ", and the noise is drawn afresh from the operating system at every call"
-            paras.append(
-                "The released number is the estimate plus deliberate random noise: it is not the non-private "
-                f"estimate{fresh}. Running again and averaging or choosing among the results spends the budget "
-                "again each time (the epsilons add up), so publish one release."
-            )
-        if self.has_interval:
-            what = "mean" if self.task == "mean" else "coefficient"
+            fb = self._fallback_set()
+            if fb:
+                one = len(fb) == 1
+                paras.append(
+                    f"{self._fallback_subject()} not estimated: {'it is' if one else 'they are'} what the method "
+                    f"releases when it cannot estimate {'it' if one else 'them'}, so do not report "
+                    f"{'it' if one else 'them'} as {'an estimate' if one else 'estimates'}.")
+            if len(fb) < len(self.terms):
+                paras.append(
+                    "The released number is the estimate plus deliberate random noise: it is not the non-private "
+                    f"estimate{fresh}. Running again and averaging or choosing among the results spends the budget "
+                    "again each time (the epsilons add up), so publish one release."
+                )
+            else:
+                paras.append("Running again draws fresh noise and spends the budget again each time (the epsilons "
+                             "add up).")
+        what = "mean" if self.task == "mean" else "coefficient"
+        fb = self._fallback_set()
+        if self.has_interval and fb:
+            paras.append(f"The release carries the method's standard error and interval for "
+                         f"{', '.join(fb)}, but {'that value was' if len(fb) == 1 else 'those values were'} not "
+                         f"estimated (a fallback), so they are not a confidence interval for the population {what}"
+                         f"{'' if len(fb) == 1 else 's'}: "
+                         "do not publish them as one.")
+        if self.has_interval and len(fb) < len(self.terms):
             para = (f"The standard error and the confidence interval are for the population {what}, not for the "
                     f"non-private estimate on these rows: they cover {self._covers()}. "
                     "They are computed from the released statistics and the public facts only, within the same budget.")
@@ -536,11 +735,10 @@ class PrivateResult:
             elif self.task != "mean":
                 para += (" If the study reports heteroskedasticity-robust or clustered standard errors, this interval "
                          "accounts only for classical sampling error and may be too narrow.")
-            bad = self.uninformative()
-            if bad:
-                para += (" For " + ", ".join(bad) + " the interval is uninformative (infinite, or wider than the public "
-                         "range): the release cannot tell the value apart from noise at this budget.")
             paras.append(para)
+        reason = self.uninformative_reason
+        if reason is not None:
+            paras.append(f"Uninformative: {reason}")
         return "\n\n".join(paras)
 
     def __repr__(self) -> str:
@@ -550,8 +748,10 @@ class PrivateResult:
             est = f"estimate={_fmt(self.estimate)}"
         else:
             est = "estimate=[" + ", ".join(_fmt(float(v)) for v in self._values()[:4]) + (", ...]" if self.d > 4 else "]")
+        reason = self.uninformative_reason
+        flag = "" if reason is None else f", uninformative={reason!r}"
         return (f"PrivateResult({self.task}, {est}, epsilon={_fmt(self.epsilon)}, delta={_fmt(self.delta)}, "
-                f"method={self.method!r}, class={self.interpretation_class!r})")
+                f"method={self.method!r}, class={self.interpretation_class!r}{flag})")
 
 
 # --------------------------------------------------------------------------
@@ -581,14 +781,22 @@ def _check_seed(seed: Any) -> int | None:
     return int(seed)
 
 
+_NAMED_DATA = ("pass a pandas DataFrame with named columns (the formula and the column names refer to them), "
+               "e.g. pd.DataFrame(array, columns=[...])")
+
+
 def _check_data(data: Any) -> pd.DataFrame:
     if isinstance(data, pd.DataFrame):
         df = data
+    elif isinstance(data, np.ndarray):
+        raise TypeError(f"data: got a NumPy array, which has no column names; {_NAMED_DATA}")
     else:
         try:
             df = pd.DataFrame(data)
         except Exception as exc:
-            raise TypeError(f"data must be a pandas DataFrame (or convertible to one), got {type(data).__name__}") from exc
+            raise TypeError(f"data must be a pandas DataFrame, got {type(data).__name__}; {_NAMED_DATA}") from exc
+        if isinstance(df.columns, pd.RangeIndex):  # a list of rows, a matrix: no names
+            raise TypeError(f"data: got a {type(data).__name__} without column names; {_NAMED_DATA}")
     if df.shape[0] == 0:
         raise ValueError("data has no rows")
     if not all(isinstance(c, str) for c in df.columns):
@@ -679,17 +887,38 @@ def _check_formula(formula: Any) -> str:
     return formula
 
 
-def _inspect_design(data: pd.DataFrame, formula: str) -> set[str]:
-    """The data columns used in categorical factors; raise for a regressor constant beside the intercept.
+def _is_text(s: pd.Series) -> bool:
+    """True for a column of strings (object, string or categorical dtype): not a number per row."""
+    return (pd.api.types.is_object_dtype(s.dtype) or pd.api.types.is_string_dtype(s.dtype)
+            or isinstance(s.dtype, pd.CategoricalDtype))
 
-    (The constant check gives a clearer message than build_instance's 'collinear'.)
+
+def _inspect_design(data: pd.DataFrame, formula: str) -> tuple[set[str], set[str]]:
+    """The data columns used in categorical factors and all the data columns the formula uses.
+
+    Raises for a categorical (string) outcome and for a regressor constant
+    beside the intercept (clearer messages than build_instance's).
     """
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ydf, Xdf = design_from_formula(formula, data)
     except Exception:
-        return set()  # build_instance gives the error
+        return set(), set()  # build_instance gives the error
+    used: set[str] = set()
+    for f in (*ydf.design_info.factor_infos, *Xdf.design_info.factor_infos):
+        used |= factor_variables(f.code, data.columns)
+    for f, fi in ydf.design_info.factor_infos.items():
+        if fi.type == "categorical":
+            cols = sorted(factor_variables(f.code, data.columns))
+            kind = ", ".join(f"{c!r} has dtype {data[c].dtype}" for c in cols) or "categorical"
+            conv = "a numeric column"
+            if cols:
+                conv = (f"data[{cols[0]!r}].astype(int)" if pd.api.types.is_bool_dtype(data[cols[0]].dtype)
+                        else f"pd.to_numeric(data[{cols[0]!r}])")
+            raise ValueError(
+                f"formula: the outcome {f.code!r} is not numeric ({kind}); the outcome must be one number per row: "
+                f"convert it, e.g. {conv}, or code it 0/1 for a linear probability model")
     if len(Xdf) == 0:
         raise ValueError("data: no row is complete in the variables of the formula")
     info = Xdf.design_info
@@ -698,7 +927,7 @@ def _inspect_design(data: pd.DataFrame, formula: str) -> set[str]:
         if fi.type == "categorical":
             cat_vars |= factor_variables(f.code, data.columns)
     if "Intercept" not in Xdf.columns:
-        return cat_vars
+        return cat_vars, used
     categorical = set()
     for term, sl in info.term_slices.items():
         if term.factors and all(info.factor_infos[f].type == "categorical" for f in term.factors):
@@ -713,7 +942,7 @@ def _inspect_design(data: pd.DataFrame, formula: str) -> set[str]:
                 f"formula: the regressor {name!r} is constant ({_fmt(float(col[0]))} in every complete row); "
                 "it cannot be estimated beside the intercept"
             )
-    return cat_vars
+    return cat_vars, used
 
 
 def _method_class(task: str, method: str | None, inference: bool = False) -> tuple[str, type]:
@@ -771,6 +1000,118 @@ def _warn_bounds(inst: Any, user_bounds: Mapping[str, tuple[float, float]]) -> N
         )
 
 
+def _warn_missing(df: pd.DataFrame, used: Sequence[str], dropped: int) -> None:
+    """Say how many rows were dropped for a missing value, and in which of the columns used."""
+    if dropped <= 0:
+        return
+    cols = [c for c in df.columns if c in set(used) and bool(df[c].isna().any())]
+    where = ("in " + ", ".join(cols)) if cols else "in the variables of the formula"
+    rows = "1 row" if dropped == 1 else f"{dropped} rows"
+    warnings.warn(
+        f"data: {rows} with a missing value {where} {'was' if dropped == 1 else 'were'} dropped (a count computed "
+        "without privacy: for you, not for publication; also in diagnostics['dropped_missing'])",
+        UserWarning,
+        stacklevel=4,
+    )
+
+
+#: Registered methods that run with ``delta = 0`` (pure epsilon-DP, or a decline that does not depend on delta),
+#: found by running every registered method with delta = 0 (kept true by tests/test_api_errors.py). The others
+#: account their Gaussian noise in zCDP, which needs delta > 0.
+_PURE_DP: dict[str, frozenset[str]] = {
+    "sce": frozenset({"fwl_blocks", "noisystats", "noisystats_databounds", "sa_coef_interval", "sa_coef_median",
+                      "sa_coef_winsorized", "synth_privbayes", "theilsen_databounds", "theilsen_match",
+                      "theilsen_wide"}),
+    "linreg": frozenset({"synth_privbayes"}),
+    "mean": frozenset({"synth_privbayes"}),
+}
+
+#: pure-DP methods for a design with one regressor and an intercept only (they decline otherwise)
+_ONE_REGRESSOR = frozenset({"noisystats", "theilsen_match", "theilsen_wide"})
+
+
+def _check_delta(task: str, name: str, default: bool, delta: float) -> None:
+    """``delta = 0`` for a method that needs ``delta > 0``: a clear error before any data work (a public fact)."""
+    if delta > 0 or ":" in name or name in _PURE_DP.get(task, frozenset()):
+        return
+    pure = [a.name for a in list_algorithms(task, interpretation="standard") if a.name in _PURE_DP.get(task, ())]
+    many = [m for m in pure if m not in _ONE_REGRESSOR]
+    one = [m for m in pure if m in _ONE_REGRESSOR]
+    alt = ", ".join(many) + (f"; with one regressor only: {', '.join(one)}" if one else "")
+    who = f"the default method {name}" if default else f"method {name!r}"
+    msg = (f"delta: {who} needs delta > 0 (its Gaussian noise is accounted in zCDP, which gives "
+           "(epsilon, delta)-DP only with delta > 0); use e.g. delta=1e-6")
+    if not pure:
+        raise ValueError(f"{msg} (no registered method of {_TASK_FUNC[task]}() accepts delta=0)")
+    raise ValueError(f"{msg}, or a pure-DP method, which accepts delta=0: {alt}")
+
+
+def _covers_text(name: str) -> str:
+    if name == "fwl_score":
+        return (f"{_COVERS[name]}; with an absorbed fixed effect, the {_COVERS_WITHIN.split(' and the privacy')[0]}")
+    return _COVERS.get(name, "")
+
+
+def _check_params(task: str, name: str, cls: type, params: Mapping[str, Any]) -> None:
+    """Keywords that are no hyperparameter of the method: ``cluster=`` explained, others named with the known ones."""
+    if "cluster" in params:
+        covers = _covers_text(name)
+        what = (f"the interval of {name} covers {covers}" if covers else
+                f"the interval of {name} assumes independent rows" if getattr(cls, "intervals", False) else
+                f"{name} gives no interval")
+        raise ValueError(
+            f"cluster: cluster-robust private intervals are not offered. Instead, {what}. With clustered data "
+            "(rows that are not independent) the interval may be too narrow, and the privacy guarantee protects "
+            "one row, not a whole cluster. Remove cluster= to run it.")
+    defaults = getattr(cls, "defaults", {})
+    unknown = sorted(k for k in params if k not in defaults)
+    if unknown:
+        names = ", ".join(repr(k) for k in unknown)
+        known = ", ".join(sorted(defaults)) or "none"
+        raise TypeError(
+            f"unknown argument{'s' if len(unknown) > 1 else ''} {names} for {_TASK_FUNC[task]}(): neither an "
+            f"argument of the function nor a hyperparameter of method {name!r} (its hyperparameters: {known}; "
+            f"see its page in the docs, algorithms/{task}/{name}, or `dpstats algorithms --task {task}`)")
+
+
+#: The API declines, before running any method and without spending budget, when
+#: ``n * epsilon < _MIN_N_EPS * sqrt(k)`` (``k`` released quantities). See :func:`_too_few_rows`.
+_MIN_N_EPS = 10.0
+
+
+def _round_up(x: float, digits: int = 3) -> float:
+    """``x`` rounded up to ``digits`` significant digits (so that the value shown clears the threshold)."""
+    if x <= 0:
+        return x
+    step = 10.0 ** (math.floor(math.log10(x)) - digits + 1)
+    return math.ceil(x / step - 1e-9) * step
+
+
+def _too_few_rows(n: int, k: int, epsilon: float) -> str | None:
+    """The reason of the API's decline for too few rows, or ``None``: a public rule on ``n``, ``k`` and ``epsilon``.
+
+    The rule: decline when ``n * epsilon < 10 * sqrt(k)``, with ``k`` the
+    number of released quantities (1 for :func:`private_coef`, the design
+    columns for :func:`private_ols`, the mean terms for
+    :func:`private_mean`). Below it the privacy noise alone swamps any
+    estimate: the 95% interval of a Gaussian-noise mean of one bounded
+    column is about ``19 sqrt(k) / (n epsilon)`` times its range at
+    ``delta = 1e-6`` (wider than the range below ``n epsilon = 19 sqrt(k)``),
+    and on mroz the default regression methods gave no finite interval below
+    ``n epsilon / d`` of about 200 (coefficient) and 800 (OLS vector). The rule
+    reads only public facts, so the decline reveals nothing and costs nothing.
+    """
+    need = _MIN_N_EPS * math.sqrt(k)
+    if n * epsilon >= need:
+        return None
+    rows = math.ceil(need / epsilon - 1e-9)
+    what = "1 released quantity" if k == 1 else f"{k} released quantities"
+    return (f"{_TINY_PREFIX}: n * epsilon = {n} * {_fmt(epsilon)} = {_fmt(n * epsilon)} is below "
+            f"10 sqrt(k) = {_fmt(need)} for {what}, where the privacy noise swamps any estimate. Use at least "
+            f"{rows} rows at this epsilon, or epsilon >= {_fmt(_round_up(need / n))} with these {n} rows (nothing "
+            "was spent: the rule reads only n, k and epsilon)")
+
+
 # --------------------------------------------------------------------------
 # Running
 # --------------------------------------------------------------------------
@@ -789,6 +1130,8 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
     declared = _check_levels(levels)
     df = _check_data(data)
     name, cls = _method_class(task, method, inference is not False)
+    _check_params(task, name, cls, params)
+    _check_delta(task, name, method is None, dlt)
     if inference is None:  # the default: an interval whenever the method gives one
         inference = bool(getattr(cls, "intervals", False))
     if inference and not getattr(cls, "intervals", False):
@@ -816,6 +1159,11 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
         mean_cols: list[str] = []
         for c in columns:
             if c not in declared:
+                if c in df.columns and _is_text(df[c]):
+                    raise ValueError(
+                        f"columns: column {c!r} is not numeric (dtype {df[c].dtype}): a mean needs numbers. Declare "
+                        f"its levels, levels={{{c!r}: [...]}}, to release the share of each level, or convert it "
+                        f"with pd.to_numeric(data[{c!r}])")
                 mean_cols.append(c)
                 continue
             if c in user_bounds:
@@ -834,7 +1182,7 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
         model = ", ".join(columns)
     else:
         formula = _check_formula(formula)
-        cat_vars = _inspect_design(df, formula)
+        cat_vars, used = _inspect_design(df, formula)
         unused = [c for c in declared if c not in cat_vars]
         levels_from_data = tuple(sorted(cat_vars - set(declared)))
         fixed = frozenset(declared)
@@ -856,7 +1204,13 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
     try:
         inst = build_instance(spec, df, fixed_levels=fixed)
     except CorpusError as exc:
-        raise _user_error(exc) from None
+        err = _user_error(exc)
+        if exc.field == "coefficient" and coef in df.columns and _is_text(df[coef]):
+            err = ValueError(f"{err} ({coef!r} holds strings (dtype {df[coef].dtype}), so the formula treats it as "
+                             f"categorical, one dummy column '{coef}[T.level]' per level: name one of them, or "
+                             f"convert the column with pd.to_numeric(data[{coef!r}]) to estimate one slope)")
+        raise err from None
+    _warn_missing(df, list(columns) if task == "mean" else sorted(used), int(inst.dropped_missing))
     if task == "mean":
         X = inst.X
         shares = set(spec_bounds) - set(user_bounds)  # a declared level may be absent: no warning
@@ -871,7 +1225,6 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
         rng = release_generator(seed, secure=bool(secure))
     for w in caught:  # re-issued at the caller's line, so that the default filter warns at every call site
         warnings.warn(w.message, w.category, stacklevel=3)
-    out = algo.run(inst.task_data(), inst.facts, eps, dlt, rng)
     facts = inst.facts
     implied = [c for c in facts.bounds if c not in user_bounds]
     diagnostics = {
@@ -880,6 +1233,9 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
         "out_of_bounds": dict(inst.out_of_bounds),
         "implied_bounds": tuple(implied),
     }
+    k = 1 if task == "sce" else inst.d
+    tiny = _too_few_rows(inst.n, k, eps)
+    out: Release | Decline = Decline(reason=tiny) if tiny else algo.run(inst.task_data(), facts, eps, dlt, rng)
     released = isinstance(out, Release)
     se: Any = None
     bias: Any = None
@@ -900,6 +1256,7 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
     else:
         terms = tuple(facts.columns)
         estimate = _readonly(out.estimate) if released else None
+    fallback = _detail_str(out, "fallback") if isinstance(out, Release) else None
     return PrivateResult(
         task=task, estimate=estimate, terms=terms, epsilon=eps, delta=dlt, method=name,
         interpretation_class=cls.interpretation, declined=not released,
@@ -909,7 +1266,27 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
         params=dict(algo.params), citation=cls.citation, ledger=tuple(out.ledger), diagnostics=diagnostics,
         std_error=se, df=df, bias_bound=bias,
         sampling_error=(out.details.get("sampling_error") if released and inference else None),
+        fallback=fallback,
+        fallback_terms=_fallback_terms(out, terms) if fallback else (),
+        interval_check=_detail_str(out, "interval_check") if released and inference else None,
     )
+
+
+def _fallback_terms(out: Release, terms: tuple[str, ...]) -> tuple[str, ...]:
+    """The terms a fallback replaced: a per-term boolean ``guard`` of the method's when it has one, else all."""
+    mask = out.details.get("guard")
+    try:
+        m = np.asarray(mask)
+    except Exception:
+        return terms
+    if m.dtype == bool and m.shape == (len(terms),) and m.any():
+        return tuple(t for t, f in zip(terms, m) if f)
+    return terms
+
+
+def _detail_str(out: Release, key: str) -> str | None:
+    v = out.details.get(key)
+    return None if v is None or v is False or v == "" else str(v)
 
 
 def private_coef(data: Any, formula: str, coef: str, epsilon: float, delta: float = 1e-6,
@@ -933,7 +1310,10 @@ def private_coef(data: Any, formula: str, coef: str, epsilon: float, delta: floa
         Privacy-loss bound, finite and > 0. Required: the budget is your
         choice, there is no default.
     delta : float, default 1e-6
-        Failure probability in [0, 1); keep it well below ``1/n``.
+        Failure probability in [0, 1); keep it well below ``1/n``. The
+        default methods need ``delta > 0`` (Gaussian noise accounted in
+        zCDP); ``delta=0`` works only with a pure-DP method, which the error
+        lists.
     method : str, optional
         Algorithm name (see ``dpstats.list_algorithms("sce")``); default
         ``DEFAULT_METHODS["sce"]``.
@@ -967,28 +1347,46 @@ def private_coef(data: Any, formula: str, coef: str, epsilon: float, delta: floa
         without intervals is an error naming ``inference``. ``False``: a
         point release that spends the whole budget on the estimate.
     **params
-        Hyperparameters of the method.
+        Hyperparameters of the method. ``cluster=`` is refused: there are no
+        cluster-robust private intervals (the error says what the interval
+        covers instead).
 
     Returns
     -------
     PrivateResult
+        Declined (``declined=True``, nothing spent) when the data are too
+        small for a private estimate at this epsilon, by a public rule on
+        ``n``, ``k`` and ``epsilon`` only: ``n * epsilon < 10 * sqrt(k)``,
+        with ``k`` the number of released quantities (1 here; the design
+        columns for :func:`private_ols`; the mean terms for
+        :func:`private_mean`). Below it, the privacy noise alone makes the
+        95% interval of a Gaussian-noise mean of a bounded column about as
+        wide as its range, and the default regression methods are much
+        further from a finite interval. See
+        :attr:`PrivateResult.uninformative` for releases that say nothing.
 
     Raises
     ------
     TypeError
-        No ``epsilon``.
+        No ``epsilon``; ``data`` that is no data frame with named columns
+        (e.g. a NumPy array); an unknown keyword (the message lists the
+        method's hyperparameters).
     ValueError
-        Bad ``epsilon``/``delta``/``seed``/``bounds``/``levels``, a formula
-        that cannot be built, a coefficient not in the design, infinite
-        values, a constant regressor, too few rows, an unknown method, a
-        value not among the declared levels. The message starts with the
-        argument at fault.
+        Bad ``epsilon``/``delta``/``seed``/``bounds``/``levels``, ``delta=0``
+        for a method that needs ``delta > 0``, ``cluster=``, a formula that
+        cannot be built, an outcome that is not numeric (a string column),
+        a coefficient not in the design, infinite values, a constant
+        regressor, fewer rows than columns, an unknown method, a value not
+        among the declared levels. The message starts with the argument at
+        fault. A string regressor is categorical: declare its levels
+        (``levels={col: [...]}``) or it reads them from the data (warns).
 
     Warns
     -----
     UserWarning
         ``delta > 1/n``; values outside the declared ``bounds`` (clipped);
-        bounds or levels that name no variable of the model.
+        bounds or levels that name no variable of the model; rows dropped
+        for a missing value (a count for you, not for publication).
     PrivacyLeakWarning
         When the method is not of the standard class (not DP); when a
         ``seed`` is passed; when categorical levels are read from the data.
@@ -1018,6 +1416,7 @@ def private_ols(data: Any, formula: str, epsilon: float, delta: float = 1e-6, me
     -------
     PrivateResult
         ``estimate`` is a read-only array over ``terms`` (the design columns).
+        Declined, as in :func:`private_coef`, when ``n * epsilon < 10 * sqrt(d)``.
 
     Raises
     ------
@@ -1050,11 +1449,14 @@ def private_mean(data: Any, columns: Sequence[str] | str, epsilon: float, delta:
     -------
     PrivateResult
         ``estimate`` is a read-only array over ``terms`` (the columns).
+        Declined, as in :func:`private_coef`, when ``n * epsilon < 10 * sqrt(k)``
+        for ``k`` terms.
 
     Raises
     ------
     ValueError
-        As :func:`private_coef`, and for a missing or non-numeric column.
+        As :func:`private_coef`, and for a missing or non-numeric column (a
+        string column: declare its levels to release its shares).
     """
     if isinstance(columns, str):
         columns = [columns]

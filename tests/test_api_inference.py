@@ -84,7 +84,7 @@ def test_wage1_default_coef_interval_over_1000_seeds(wage1: pd.DataFrame) -> Non
     direct = _quiet(algo.run, inst.task_data(), inst.facts, 1.0, 1e-6, _quiet(release_generator, 0))
     assert r.estimate == float(direct.estimate[0]) and r.std_error == float(direct.std_error[0])
     if not math.isfinite(r.std_error):
-        assert r.uninformative() == ("educ",) and "Uninformative" in r.summary()
+        assert r.uninformative_terms() == ("educ",) and r.uninformative is True and "Uninformative:" in r.summary()
 
 
 def test_wage1_coef_interval_with_public_bounds(wage1: pd.DataFrame) -> None:
@@ -134,7 +134,7 @@ def test_dpnewton_interval_is_infinite_when_the_preconditioner_is_noise(wage1: p
     """At epsilon 1 and n = 526 the noisy Gram cannot make the Newton steps contract: no finite interval."""
     r = _quiet(private_ols, wage1, FORMULA, epsilon=1.0, seed=4)
     assert r.method == "dpnewton" and not np.any(np.isfinite(r.std_error))
-    assert set(r.uninformative()) == set(r.terms)
+    assert set(r.uninformative_terms()) == set(r.terms) and r.uninformative is True
 
 
 def test_result_carries_std_error_and_broom_columns(wage1: pd.DataFrame) -> None:
@@ -156,9 +156,15 @@ def test_result_carries_std_error_and_broom_columns(wage1: pd.DataFrame) -> None
     assert r.epsilon == 3.0 and any("y'y" in str(e[0]) for e in r.ledger)
     m = _quiet(private_mean, wage1, ["wage", "educ"], epsilon=1.0, seed=3)
     assert m.method == "adaptive_whiten" and m.std_error.shape == (2,) and not m.std_error.flags.writeable
-    d = _quiet(private_coef, wage1, FORMULA, coef="educ", epsilon=1.0, seed=3)
-    assert d.method == INFERENCE_METHODS["sce"] == "fwl_score" and d.has_interval
+    d = _quiet(private_coef, wage1, FORMULA, coef="educ", epsilon=3.0, seed=3, bounds=bounds)
+    assert d.method == INFERENCE_METHODS["sce"] == "fwl_score" and d.has_interval and not d.uninformative
     assert "heteroskedasticity-robust" in d.summary()
+    # at epsilon 1 the same release is fwl_score's fallback (a failed standardisation): the summary says that
+    # the value was not estimated instead of describing its interval
+    f = _quiet(private_coef, wage1, FORMULA, coef="educ", epsilon=1.0, seed=3, bounds=bounds)
+    if f.fallback:
+        assert "The released coefficient of educ was not estimated (a fallback)" in f.summary()
+        assert "heteroskedasticity-robust" not in f.summary()
 
 
 def test_bad_inference_inputs_name_the_argument(wage1: pd.DataFrame) -> None:
@@ -208,16 +214,27 @@ def test_interval_widens_when_the_budget_is_tiny(wage1: pd.DataFrame) -> None:
 
 
 def test_uninformative_interval_is_flagged() -> None:
-    """A mean with public bounds whose interval is wider than the bounds is reported as uninformative."""
+    """A mean with public bounds whose interval is wider than the bounds is reported as uninformative.
+
+    40 rows at epsilon 0.3 (n epsilon = 12, above the API's decline rule of
+    10): the interval is released, and wider than [0, 1]. At epsilon 0.02 the
+    API declines (n epsilon = 0.8).
+    """
     rng = np.random.default_rng(7)
     d = pd.DataFrame({"x": rng.uniform(0, 1, 40)})
-    r = _quiet(private_mean, d, ["x"], epsilon=0.02, seed=2, bounds={"x": (0.0, 1.0)})
+    r = _quiet(private_mean, d, ["x"], epsilon=0.3, seed=2, bounds={"x": (0.0, 1.0)})
     lo, hi = r.conf_int().loc["x"]
-    assert hi - lo > 1.0
-    assert r.uninformative() == ("x",)
-    assert "uninformative" in r.summary().lower() and "uninformative" in r.interpretation()
+    assert r.released and hi - lo > 1.0
+    assert r.uninformative_terms() == ("x",) and r.uninformative is True
+    assert "wider than the range the public bounds allow" in r.uninformative_reason
+    assert "larger epsilon" in r.uninformative_reason
+    assert "Uninformative: " + r.uninformative_reason in r.summary()
+    assert "Uninformative: " + r.uninformative_reason in r.interpretation()
     ok = _quiet(private_mean, d, ["x"], epsilon=5.0, seed=2, bounds={"x": (0.0, 1.0)})
-    assert ok.uninformative() == ()
+    assert ok.uninformative_terms() == () and ok.uninformative is False and ok.uninformative_reason is None
+    assert "uninformative" not in ok.summary().lower() and "uninformative" not in repr(ok)
+    tiny = _quiet(private_mean, d, ["x"], epsilon=0.02, seed=2, bounds={"x": (0.0, 1.0)})
+    assert tiny.declined and tiny.uninformative and tiny.uninformative_terms() == ()
 
 
 def test_interval_methods_are_standard_and_registered() -> None:

