@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up everything dpstats needs on a fresh Debian machine (Python 3.11, root):
-#   - Debian packages: R 4.2 with sandwich, clubSandwich, reticulate, testthat
+#   - Debian packages: R 4.2 with sandwich, clubSandwich, reticulate, testthat, generics, broom
 #     (for the R engine and the R package) and Chromium (for the report's page tests);
 #   - a virtual environment .venv with dpstats installed in editable mode with
 #     all extras, pinned by requirements/constraints.txt;
@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(r-base-core r-cran-sandwich r-cran-clubsandwich r-cran-reticulate r-cran-testthat chromium chromium-driver r-cran-cba)
+APT_PACKAGES=(r-base-core r-cran-sandwich r-cran-clubsandwich r-cran-reticulate r-cran-testthat r-cran-generics r-cran-broom chromium chromium-driver r-cran-cba)
 if [ "${DPSTATS_SKIP_APT:-0}" != "1" ]; then
   missing=()
   for p in "${APT_PACKAGES[@]}"; do

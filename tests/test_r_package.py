@@ -26,11 +26,13 @@ def _r_reason() -> str | None:
     if shutil.which("Rscript") is None or shutil.which("R") is None:
         return "R is not installed (Rscript not on PATH)"
     out = subprocess.run(
-        ["Rscript", "-e", 'cat(all(c("reticulate", "testthat") %in% rownames(installed.packages())))'],
+        ["Rscript", "-e",
+         'cat(all(c("reticulate", "testthat", "generics", "broom") %in% rownames(installed.packages())))'],
         capture_output=True, text=True, timeout=120,
     )
     if out.stdout.strip() != "TRUE":
-        return "the R packages reticulate and testthat are needed (apt-get install r-cran-reticulate r-cran-testthat)"
+        return ("the R packages reticulate, testthat, generics and broom are needed (apt-get install "
+                "r-cran-reticulate r-cran-testthat r-cran-generics r-cran-broom)")
     return None
 
 
