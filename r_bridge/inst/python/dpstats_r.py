@@ -119,8 +119,41 @@ def _plain(x: Any) -> Any:
     return str(x)
 
 
+def uninformative_terms(res: Any, level: float = 0.95) -> list[str]:
+    """The terms whose interval at ``level`` is uninformative: ``PrivateResult.uninformative_terms(level)``.
+
+    ``[]`` without an interval. (Only the interval's rule: a fallback or a
+    decline makes the release uninformative whatever its interval, see
+    :func:`uninformative_info`.)
+    """
+    if not res.has_interval:
+        return []
+    return [str(t) for t in res.uninformative_terms(float(level))]
+
+
+def uninformative_info(res: Any) -> dict:
+    """The release's uninformative flag, its reason (with the remedy), its terms at 95 % and its fallback.
+
+    ``uninformative`` and ``uninformative_reason`` are properties of
+    :class:`dpstats.api.PrivateResult` (a bool, and a str or None);
+    ``fallback`` (str or None) and ``fallback_terms`` are its fields. The
+    terms a fallback replaced are ``fallback_terms``, or every term when the
+    method does not say which (as in ``PrivateResult``); ``[]`` without a
+    fallback.
+    """
+    reason = res.uninformative_reason
+    fallback = res.fallback
+    return {
+        "uninformative": bool(res.uninformative),
+        "uninformative_reason": None if reason is None else str(reason),
+        "uninformative_terms": uninformative_terms(res, 0.95),
+        "fallback": None if fallback is None else str(fallback),
+        "fallback_terms": [str(t) for t in (tuple(res.fallback_terms) or tuple(res.terms))] if fallback else [],
+    }
+
+
 def result_to_r(res: Any) -> dict:
-    """A :class:`dpstats.api.PrivateResult` as plain data (the texts computed here)."""
+    """A :class:`dpstats.api.PrivateResult` as plain data (the texts computed here), and the object as ``python``."""
     est = None if res.declined else [float(v) for v in np.atleast_1d(np.asarray(res.estimate, dtype=float))]
     vec = (lambda a: None if a is None else [float(v) for v in np.atleast_1d(np.asarray(a, dtype=float))])
     return {
@@ -150,6 +183,8 @@ def result_to_r(res: Any) -> dict:
         "summary": res.summary(),
         "interpretation": res.interpretation(),
         "diagnostics": _plain(dict(res.diagnostics)),
+        **uninformative_info(res),
+        "python": res,
     }
 
 
