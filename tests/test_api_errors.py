@@ -98,6 +98,8 @@ def test_the_pure_dp_list_is_what_the_registered_methods_do(workers: pd.DataFram
     for task, i in instances.items():
         works = set()
         for cls in list_algorithms(task):
+            if not cls.__module__.startswith("dpstats."):
+                continue  # plugins other test modules register
             try:
                 out = _quiet(cls().run, i.task_data(), i.facts, 1.0, 0.0, release_generator(0))
             except (ValueError, ZeroDivisionError) as exc:
