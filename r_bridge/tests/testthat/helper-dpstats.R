@@ -52,3 +52,7 @@ quiet_missing <- function(expr) {
     if (grepl("with a missing value", conditionMessage(w), fixed = TRUE)) invokeRestart("muffleWarning")
   })
 }
+
+# confint's message on an uninformative interval (class dpstats_uninformative) muffled, for tests about
+# something else; the message itself is tested in test-methods.R.
+quiet_uninformative <- function(expr) suppressMessages(expr, classes = "dpstats_uninformative")
