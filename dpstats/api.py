@@ -153,6 +153,11 @@ _CHECK_WORDS: dict[str, tuple[str, str]] = {
         "the privacy noise hides too many directions of the controls (or of the absorbed fixed effects), which "
         "biases the estimate by an amount the interval cannot see",
         "Use fewer controls or coarser fixed effects, a larger epsilon or more rows."),
+    "far beyond the clip": (
+        "too many rows lie far beyond the private clipping thresholds (a heavy-tailed or sparse {coef} or "
+        "outcome), so clipping may bias the estimate by more than its interval could show",
+        "Declare bounds for {coef} and the outcome (bounds={{...}}), transform a heavy-tailed variable (e.g. its "
+        "log), or use a larger epsilon or more rows."),
     "failed standardisation": (
         "the private standardisation of the columns failed: the budget was too small to find the scale of the "
         "data",
@@ -291,14 +296,14 @@ class PrivateResult:
     interval_check : str or None
         The method's check on its interval (``fwl_score``: ``"ok"``, or what
         made it infinite: ``"denominator is noise"``, ``"regression
-        dilution"``, ``"unresolved controls"``, ``"failed standardisation
-        (scales)"`` or ``"(Gram)"``); a paid statistic, read by
+        dilution"``, ``"unresolved controls"``, ``"far beyond the clip
+        (regressor)"`` or ``"(outcome)"``, ``"failed standardisation
+        (scales)"``, ``"(Gram)"`` or ``"(column clip)"``); a paid statistic, read by
         :attr:`uninformative_reason`.
-    uninformative : bool
-        (property) True when the release says nothing about the target; see
-        :attr:`uninformative_reason`.
-    uninformative_reason : str or None
-        (property) Why, and what to do about it; ``None`` when informative.
+
+    The properties :attr:`uninformative` (True when the release says
+    nothing about the target) and :attr:`uninformative_reason` (why, and
+    what to do about it) are documented below.
     """
 
     task: str

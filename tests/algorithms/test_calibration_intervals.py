@@ -64,17 +64,22 @@ def _run(corpus, task, name, iid, eps, seed):
                                           ("bm04_call", 1.0, 3)])
 def test_fwl_score_sandwich_release(corpus, iid, eps, seed):
     inst, algo, out, rng, costs = _run(corpus, "sce", "fwl_score", iid, eps, seed)
-    S, T, Q = (costs[k] for k in ("Gaussian sum of clip(u) clip(v)", "Gaussian sum of clip(u)^2",
-                                  "Gaussian sum of clip(u)^2 clip(v)^2"))
+    S, T, Q, N = (costs[k] for k in ("Gaussian sum of clip(u) clip(v)", "Gaussian sum of clip(u)^2",
+                                     "Gaussian sum of clip(u)^2 clip(v)^2", "Gaussian count far beyond the clips"))
     rho_2 = S + T + Q
+    # tail_share of what stage 2 had goes to the counts, the rest is split as for the point release
+    assert N == pytest.approx(0.05 * (rho_2 + N), rel=RTOL)
     assert Q == pytest.approx(0.1 * rho_2, rel=RTOL)
     assert T == pytest.approx(0.15 * (rho_2 - Q), rel=RTOL)
-    d_S, d_T, d_Q = rng.of("normal")[-3:]
+    d_S, d_T, d_Q, d_N = rng.of("normal")[-4:]
     C_u, C_v = out.details["C_u"], out.details["C_v"]
     assert d_S.scale == pytest.approx(2.0 * C_u * C_v / math.sqrt(2.0 * S), rel=RTOL)
     assert d_T.scale == pytest.approx(C_u**2 / math.sqrt(2.0 * T), rel=RTOL)
     assert d_Q.scale == pytest.approx((C_u * C_v) ** 2 / math.sqrt(2.0 * Q), rel=RTOL)
     assert out.details["sigma_Q"] == pytest.approx(d_Q.scale, rel=RTOL)
+    # one count of rows (|u| or |v| far beyond its clip, or clipped in the Gram): sensitivity 1
+    assert d_N.count == 1
+    assert d_N.scale == pytest.approx(1.0 / math.sqrt(2.0 * N), rel=RTOL)
     # the simulation of the nuisance error draws standard normals only after every charged draw
     assert rng.draws[-1].method == "standard_normal"
     assert out.std_error[0] > 0 and out.bias_bound[0] >= 0
@@ -219,7 +224,8 @@ def test_fwl_score_unresolved_controls_make_the_interval_infinite(corpus, iid, e
     for mf in (cls.defaults["max_floored"].value, 0):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            outs[mf] = cls(**cls.interval_params, max_floored=mf, absorb=0).run(
+            # the count of rows beyond the clips off, so that this check alone decides
+            outs[mf] = cls(**{**cls.interval_params, "tail_share": 0.0}, max_floored=mf, absorb=0).run(
                 inst.task_data(), inst.facts, eps, DELTA, np.random.default_rng(3))
     on, off = outs[cls.defaults["max_floored"].value], outs[0]
     assert on.estimate[0] == off.estimate[0]

@@ -63,7 +63,7 @@ from dpstats.algorithms.sce._within import (
 )
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
 
-__all__ = ["FWLScore", "Partialled", "STAGE1_DETAILS", "absorbed_block", "fwl_score_release", "partial_out"]
+__all__ = ["FWLScore", "Partialled", "TailCount", "tail_count", "STAGE1_DETAILS", "absorbed_block", "fwl_score_release", "partial_out"]
 
 
 def _design_columns(facts, d: int) -> tuple[list[int], int | None]:
@@ -205,6 +205,8 @@ class Partialled:
     cells: WithinCells | None = None
     #: number of levels of the absorbed term (public: the design's columns)
     absorbed_levels: int = 0
+    #: which rows have a standardised column beyond ``col_clip`` (private: used only inside :func:`tail_count`)
+    over_clip: np.ndarray | None = None
 
     def standardisation_visible_failure(self, n: int, lo: float = 0.02, hi: float = 25.0) -> bool:
         """Whether the released Gram shows a failed private scale (post-processing).
@@ -298,7 +300,10 @@ def partial_out(
         scale[c] = scale_factor * sc
         if icpt is None:
             loc[c] = 0.0
-    Sc = np.clip((W - loc) / scale, -col_clip, col_clip)
+    Sraw = (W - loc) / scale
+    Sc = np.clip(Sraw, -col_clip, col_clip)
+    # rows the column clip changes (private: enters only the paid count of tail_count)
+    over_clip = np.any(np.abs(Sraw) > col_clip, axis=1)
     norms = np.linalg.norm(Sc, axis=1)
     q_row = adaptive_quantile(n, e_em, kappa, q_max=q_row_max)
     _, B = private_grid_quantile(norms, q_row, positive_grid(1e-3, 1e4), e_em, rng, acc=acc,
@@ -335,7 +340,7 @@ def partial_out(
         u=u, w=w, theta0=float(theta0), unit=float(scale[iy_c] / scale[ix_c]), B_u=B_u, B_w=B_w,
         public_x=bool(public[ix_c]), public_y=bool(public[iy_c]), Dx=float(Dx_f), row_bound=float(B),
         sigma_gram=float(sig_G), p=p, n_private=n_private, G=G, ia=tuple(ia), floor_ev=float(floor_ev),
-        free=tuple(int(c) for c in np.flatnonzero(free)), floored=floored, min_ev=min_ev,
+        free=tuple(int(c) for c in np.flatnonzero(free)), floored=floored, min_ev=min_ev, over_clip=over_clip,
     )
 
 
@@ -478,6 +483,10 @@ def fwl_score_release(
     plaus_hi: float,
     gram_full_d: float,
     se_share: float = 0.0,
+    tail_share: float = 0.0,
+    tail_u: float = 4.0,
+    tail_v: float = 2.0,
+    tail_frac: float = 0.01,
     min_reliability: float = 0.5,
     gram_guard: bool = False,
     max_floored: int = 0,
@@ -550,7 +559,8 @@ def fwl_score_release(
                 _, qv = private_grid_quantile(np.abs(v), q_uv, positive_grid(), e_q, rng, acc=acc,
                                               mechanism="grid quantile |v|", note=f"q={q_uv:.4g}")
                 C_v = min(c_v * qv, B_v)
-    rho_2 = acc.remaining
+    rho_N = tail_share * acc.remaining if se_share > 0 and not within else 0.0
+    rho_2 = acc.remaining - rho_N
     rho_Q = se_share * rho_2
     rho_T = t_share * (rho_2 - rho_Q)
     rho_S = rho_2 - rho_Q - rho_T
@@ -589,8 +599,12 @@ def fwl_score_release(
     # conversion is meaningless: release 0 rather than a number of arbitrary magnitude
     scales_ok = P.scales_plausible(C_u, plaus_lo, plaus_hi)
     gram_failed = P.standardisation_visible_failure(n)
+    fallback = None
     if not scales_ok or (gram_guard and gram_failed):
         est = 0.0
+        fallback = "0 released: the private standardisation failed (" + ("scales" if not scales_ok else "Gram") + ")"
+    elif raw != 0.0 and est == 0.0:
+        fallback = "shrunk to 0: the estimate is within one privacy-noise standard deviation of 0"
     extra: dict = {}
     if rho_Q > 0:
         Tr = max(T_raw, sig_T)
@@ -610,6 +624,8 @@ def fwl_score_release(
             resid = max(R + sig_Q - S * S / Tr, sig_Q)  # errs wide by one noise sd
             Q, sig_Q_eff = resid / df * Tr, 0.0
             interval_df = float(df)
+        # charged before the nuisance simulation, whose draws are post-processing
+        far = tail_count(u, v, C_u, C_v, tail_u, tail_v, P.over_clip, acc, rho_N, rng) if rho_N > 0 else None
         theta_r = theta0 + S / Tr
         nuis, dil = nuisance_spread(P, theta_r, Tr, rng)
         noise_r = math.sqrt(sig_S**2 + (S / Tr) ** 2 * sig_T**2) / Tr * abs(unit)
@@ -642,6 +658,9 @@ def fwl_score_release(
                 check = "unresolved controls" if check == "ok" else check
             else:
                 floor_bias = fb * abs(unit)
+        if far is not None and far.count > tail_frac * n + 3.0 * far.sigma:
+            se = math.inf
+            check = "far beyond the clips" if check == "ok" else check
         if not scales_ok or gram_failed:
             se = math.inf
             check = "failed standardisation (scales)" if not scales_ok else "failed standardisation (Gram)"
@@ -651,12 +670,53 @@ def fwl_score_release(
                  "sampling_error": "classical, within the absorbed groups" if within else "HC0"}
         if interval_df is not None:
             extra["interval_df"] = interval_df
+    if fallback is not None:
+        extra["fallback"] = fallback
     return float(est), {**extra,
         "theta0": float(theta0 * unit), "unshrunk": float(raw), "scales_ok": bool(scales_ok),
         "noise_sd": float(noise_sd), "row_bound": P.row_bound, "sigma_gram": P.sigma_gram, "C_u": C_u, "C_v": C_v,
         "B_u": B_u, "B_v": B_v, "sigma_S": sig_S, "sigma_T": sig_T, "private_columns": P.n_private,
         "absorbed_levels": P.absorbed_levels,
     }
+
+
+@dataclass(frozen=True)
+class TailCount:
+    """Noisy count of rows far beyond the clips (:func:`tail_count`) and its noise sd."""
+
+    count: float
+    sigma: float
+
+
+def tail_count(u: np.ndarray, v: np.ndarray, C_u: float, C_v: float, k_u: float, k_v: float,
+               over_clip: np.ndarray, acc: ZCDPAccountant, rho: float, rng: np.random.Generator) -> TailCount:
+    """Noisy count of the rows far beyond a clip: ``|u| > k_u C_u``, ``|v| > k_v C_v`` or ``over_clip``.
+
+    ``over_clip`` marks the rows with a standardised column beyond
+    ``col_clip`` in stage 1 (:attr:`Partialled.over_clip`).
+
+    The score clips ``u`` at ``C_u`` and ``v`` at ``C_v``. The estimate
+    ``theta0 + S / T`` then carries the bias ``(theta - theta0) (r - 1)`` with
+    ``r = sum clip(u) u / sum clip(u)^2`` (from clipping ``u``) plus
+    ``sum clip(u) (v - clip(v)) / T`` (from clipping ``v``); neither is in
+    the sandwich, and both grow with the rows far beyond the clips. Many such
+    rows mean a failed private scale (a sparse column whose scale came out
+    orders of magnitude too small, so that most of its non-zero values are
+    clipped) or tails too heavy for the clip: the interval is then infinite.
+    The same holds for the Gram of stage 1: its projections are those of the
+    columns clipped at ``col_clip``, and they do not apply to the unclipped
+    residuals when many rows were clipped there.
+
+    Privacy: given the released quantities (the scales, the Gram, ``C_u``,
+    ``C_v``), whether row ``i`` is counted depends on row ``i`` alone, so
+    replacing one row changes the count by at most 1: Gaussian noise
+    ``sigma = 1 / sqrt(2 rho)``, charged ``rho`` in zCDP.
+    """
+    far = (np.abs(u) > k_u * C_u) | (np.abs(v) > k_v * C_v) | np.asarray(over_clip, bool)
+    sigma = 1.0 / math.sqrt(2.0 * rho)
+    noisy = acc.gaussian("Gaussian count far beyond the clips", float(np.sum(far)), sensitivity=1.0, sigma=sigma,
+                         rng=rng, note=f"rows with |u| > {k_u:g} C_u, |v| > {k_v:g} C_v or clipped in the Gram")
+    return TailCount(count=float(noisy), sigma=float(sigma))
 
 
 def _floor_sensitivity(P: Partialled) -> float:
@@ -793,12 +853,18 @@ class FWLScore(Algorithm):
                            "instead of entering its dummies in the noisy Gram; 0 never (the default: clipping at "
                            "the raw scale drowns the within variation of panels whose variance is mostly between "
                            "groups; see the page)"),
+        "tail_share": Param(0.0, "ours: share of the stage-2 budget for the count of rows far beyond the clips "
+                                 "(interval path only; 0: no check, the point release)"),
+        "tail_u": Param(4.0, "ours: a row is far beyond the clip of u when |u| > tail_u C_u"),
+        "tail_v": Param(2.0, "ours: ... of v when |v| > tail_v C_v"),
+        "tail_frac": Param(0.01, "ours: an infinite interval when the noisy count of rows far beyond a clip exceeds "
+                                 "tail_frac n plus three noise sd"),
         "min_reliability": Param(0.5, "ours: an infinite interval when less than half of sum clip(u)^2 is the "
                                       "partialled regressor rather than nuisance noise (see nuisance_spread)"),
     }
     #: the method gives a standard error and an interval with these hyperparameters (the API's default)
     intervals = True
-    interval_params = {"se_share": 0.1}
+    interval_params = {"se_share": 0.1, "shrink": 0.0, "c_v": 2.0, "tail_share": 0.05}
     public_details = {
         **FWL_SCORE_DETAILS,
         "reliability": "paid statistic: from `Gaussian sum of clip(u)^2` and the `Gaussian Gram of (1, controls, x, y)` "
@@ -810,9 +876,12 @@ class FWLScore(Algorithm):
                               "the public floor ridge * sigma_gram * sqrt(p + 1)",
         "sampling_error": "public fact: the kind of sampling error the interval accounts for (HC0, or classical "
                           "within the absorbed groups), set by the design's column names",
+        "fallback": "paid statistic: why the release is 0 rather than an estimate (a failed standardisation, from "
+                    "`grid quantile (row norm)`, `grid quantile |u|` and the `Gaussian Gram of (1, controls, x, y)`; "
+                    "or shrinkage of theta0 + S / T from `Gaussian sum of clip(u) clip(v)`, `Gaussian sum of clip(u)^2`)",
         "interval_check": "paid statistic: which check made the interval infinite ('ok' when none did), a "
                           "function of `Gaussian sum of clip(u)^2`, the `Gaussian Gram of (1, controls, x, y)`, "
-                          "`grid quantile (row norm)` and `grid quantile |u|`",
+                          "`grid quantile (row norm)`, `grid quantile |u|` and the `Gaussian count far beyond the clips`",
     }
 
     def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
