@@ -303,6 +303,8 @@ class DPNewton(Algorithm):
         "sigma_xx": "public fact: noise scale from the public row bound of the standardised basis and the budget",
         "guard": "paid statistic: from `Z'Z and Z'u (joint Gaussian)` and `rows away from the centre of y` "
                  "(post-processing: the checks of basis_failed that fired)",
+        "fallback": "paid statistic: the point guard fired, from `Z'Z and Z'u (joint Gaussian)` and `rows away from the "
+                    "centre of y` (see guard); the release is the intercept-only model",
     }
 
     def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
@@ -436,7 +438,9 @@ class DPNewton(Algorithm):
         if S.intercept is not None and eps_m * n / 4.0 >= math.log(SIGNED_GRID.size) + 2.0:
             beta[S.intercept] = med
         out = self.release(beta, acc, ridge=lam, clip_quantile=qc, k_sd=k_sd,
-                           sigma_xx=cal.sigma_xx, guard=guard, **basis.details)
+                           sigma_xx=cal.sigma_xx, guard=guard, **basis.details,
+                           fallback="intercept-only model at a private median of y (the point guard: "
+                                    + ", ".join(guard) + ")")
         if float(self.params["se_share"]) <= 0:
             return out
         return replace(out, std_error=np.full(d, np.inf), df=float(max(n - d, 1)), bias_bound=np.zeros(d))

@@ -204,7 +204,9 @@ def point_guard(out, center: np.ndarray, half: np.ndarray, find: np.ndarray, pri
        wide around the data, where the noise, scaled by the half-width, is
        larger than the data's distance from 0. Its standard error is kept,
        and the shift is added to its bias allowance, so the interval still
-       holds the unguarded one's centre.
+       holds the unguarded one's centre. Applied to point releases only: a
+       release with an interval keeps its estimate, so that its interval is
+       centred on a value the method estimated.
 
     Returns
     -------
@@ -229,11 +231,15 @@ def point_guard(out, center: np.ndarray, half: np.ndarray, find: np.ndarray, pri
         toward = -np.sign(center - prior) * z  # +1: pinned at the end that faces the prior centre
         fired = find & live & far & (toward >= 1.0 - margin)
     null = np.zeros(est.size, bool)
-    if noise_z is not None and not hopeless:
+    # with an interval the estimate is kept: its interval, not the prior centre, says the mean is near it
+    if noise_z is not None and not hopeless and out.std_error is None:
         null = find & live & ~fired & (np.abs(est - prior) < 0.5 * half * np.asarray(noise_z, float))
     shift = np.where(null, np.abs(est - prior), 0.0)
     est = np.where(fired | null, prior, est)
     details = {**out.details, "guard": fired | null}
+    if np.any(fired | null):
+        details["fallback"] = (f"prior centre released for {int(np.sum(fired | null))} of {est.size} column(s) "
+                               "(the point guard: the private range of the column failed or cannot beat chance)")
     se, bias = out.std_error, out.bias_bound
     if se is not None:
         se = np.where(fired, np.inf, se)
@@ -453,6 +459,8 @@ class AdaptiveWhiten(Algorithm):
                 "of `radius of u` with the `second moment of (z, 1)` (box chosen)",
         "radius": "paid statistic: `radius of u` (widened, post-processing)",
         "eigenvalues": "paid statistic: floored eigenvalues of the `second moment of (z, 1)`",
+        "fallback": "paid statistic: how many columns the point guard replaced by their prior centre, from the released "
+                    "`clipped mean (box)` or `clipped mean (whitened ball)` and the box (see guard)",
         "guard": "paid statistic: which columns the point guard replaced by their prior centre, from the released "
                  "`clipped mean (box)` or `clipped mean (whitened ball)`, the box (`median, column`, `lower scale, "
                  "column`, `upper scale, column`) and public facts (n, the budget, the bounds)",
