@@ -14,6 +14,8 @@ docs/algorithms/linreg/dpnewton.md, docs/algorithms/mean/adaptive_whiten.md):
   rho) and the meat ``sum g g'`` (upper triangle, sensitivity ``sqrt(2) C^2``,
   the rest of it), the Newton steps equal shares of what is left;
 * ``adaptive_whiten``: the clipping excess (sensitivity ``2 sqrt(d_l)/n``)
+  with the counts of rows beyond the stretched box (``sqrt(d_l)``), on the
+  ball path the ball's excess (``2 (stretch - 1) R / n``) and count (1),
   and, on the box paths without a released covariance, the clipped second
   moment (sensitivity ``sqrt(d_l)/n``), in the documented shares of the
   budget left before the final step.
@@ -124,20 +126,38 @@ def test_adaptive_whiten_interval_releases(corpus, iid, eps, seed, path):
     n = inst.facts.n
     dl = int(np.sum(np.asarray(out.details["half"]) > 0))
     share = 0.3
-    final = "clipped mean (whitened ball)" if path == "ball" else "clipped mean (box)"
+    ball = path == "ball"
+    final = "clipped mean (whitened ball)" if ball else "clipped mean (box)"
     ex = costs["clipping excess (stretched box)"]
+    cnt = costs["rows beyond the stretched box"]
+    ex_b = costs.get("clipping excess (stretched ball)", 0.0)
+    cnt_b = costs.get("rows beyond the stretched ball", 0.0)
     second = costs.get("clipped second moment (box)", 0.0)
-    before = ex + second + costs[final]  # the budget left before the interval part
+    before = ex + cnt + ex_b + cnt_b + second + costs[final]  # the budget left before the interval part
+    # of each clipping part, a quarter counts the rows beyond the stretched box (ball)
+    assert cnt == pytest.approx(ex / 3.0, rel=RTOL)
     if path == "low signal":  # no covariance released: 2/3 of the share for the excess, 1/3 for second moments
-        assert ex == pytest.approx(share * 2 / 3 * before, rel=RTOL)
+        assert ex + cnt == pytest.approx(share * 2 / 3 * before, rel=RTOL)
         assert second == pytest.approx(share / 3 * before, rel=RTOL)
-    else:  # the released covariance gives the variances: the whole share for the excess
-        assert second == 0.0 and ex == pytest.approx(share * before, rel=RTOL)
+    elif ball:  # the released covariance gives the variances: half the share for the box, half for the ball
+        assert second == 0.0 and ex + cnt == pytest.approx(share / 2 * before, rel=RTOL)
+        assert ex_b + cnt_b == pytest.approx(share / 2 * before, rel=RTOL)
+        assert cnt_b == pytest.approx(ex_b / 3.0, rel=RTOL)
+    else:
+        assert second == 0.0 and ex_b == 0.0 and ex + cnt == pytest.approx(share * before, rel=RTOL)
     normals = rng.of("normal")
-    d_ex = normals[-3] if second else normals[-2]
+    k = -1 - (1 if second else 0) - (2 if ball else 0)  # the draws after the box's: second moments, ball parts
+    d_ex, d_cnt = normals[k - 2], normals[k - 1]
     assert d_ex.scale == pytest.approx(2.0 * math.sqrt(dl) / n / math.sqrt(2.0 * ex), rel=RTOL)
+    assert d_cnt.count == dl and d_cnt.scale == pytest.approx(math.sqrt(dl) / math.sqrt(2.0 * cnt), rel=RTOL)
     if second:
         assert normals[-2].scale == pytest.approx(math.sqrt(dl) / n / math.sqrt(2.0 * second), rel=RTOL)
+    if ball:
+        R = out.details["radius"]
+        d_exb, d_cntb = normals[-3], normals[-2]
+        s = algo.params["stretch"]
+        assert d_exb.scale == pytest.approx(2.0 * (s - 1.0) * R / n / math.sqrt(2.0 * ex_b), rel=RTOL)
+        assert d_cntb.count == 1 and d_cntb.scale == pytest.approx(1.0 / math.sqrt(2.0 * cnt_b), rel=RTOL)
     assert out.std_error.shape == (inst.facts.d,)
 
 

@@ -36,6 +36,7 @@ from dpstats.algorithms.mean._utils import (
     DEFAULT_RANGE,
     augmented_second_moment,
     ball_mean,
+    clip_ball,
     clipped_mean,
     grid_quantile,
     prior_box,
@@ -137,7 +138,7 @@ _BOX_DETAILS = {
 
 
 def _interval_parts(n: int, var_z: np.ndarray, noise_var_z: np.ndarray, half: np.ndarray, find: np.ndarray,
-                    kstar: float, excess: tuple[np.ndarray, float, float] | None = None,
+                    kstar: float, excess: tuple[np.ndarray, float, float, np.ndarray] | None = None,
                     edge: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Standard error and clipping allowance of a clipped mean in raw units (post-processing).
 
@@ -151,10 +152,12 @@ def _interval_parts(n: int, var_z: np.ndarray, noise_var_z: np.ndarray, half: np
     se = half * np.sqrt(np.maximum(var_z, 0.0) / n + noise_var_z)
     if excess is None:
         return se, np.where(find, kstar * half / n, 0.0)
-    ex, sig, stretch = excess
+    ex, sig, stretch, far = excess
     # the released excess estimates the clipping bias inside the stretched box (its noise enters the
-    # standard error); beyond it, the light-tail allowance at the stretched half-width
+    # standard error); beyond it, the light-tail allowance at the stretched half-width, unless the released
+    # counts show more rows there than it assumes
     se = np.sqrt(se**2 + np.where(find, (sig * (stretch - 1.0) * half) ** 2, 0.0))
+    se = np.where(find & far, np.inf, se)
     bias = np.where(find, np.abs(ex) + kstar * stretch * half / n, 0.0)
     if edge is not None:
         se = np.where(find & edge, np.inf, se)
@@ -247,29 +250,84 @@ def point_guard(out, center: np.ndarray, half: np.ndarray, find: np.ndarray, pri
     return replace(out, estimate=est, details=details, std_error=se, bias_bound=bias)
 
 
+#: share of the clipping-excess budget that counts the rows beyond the stretched box
+BEYOND_SHARE = 0.25
+
+
 def clipping_excess(X: np.ndarray, center: np.ndarray, half: np.ndarray, stretch: float, acc, fraction: float,
-                    rng: np.random.Generator) -> tuple[np.ndarray, float]:
+                    rng: np.random.Generator, kstar: float = 0.5) -> tuple[np.ndarray, float, np.ndarray]:
     """Private mean of what clipping to ``center +- half`` removes, within a box ``stretch`` times wider.
 
     Row ``i`` contributes ``e_i = clip(x_i, c -+ s h) - clip(x_i, c -+ h)``, in
     ``[-(s - 1) h, (s - 1) h]`` per column; scaled to ``[-1, 1]^d'`` its mean has
     replace-one L2 sensitivity ``2 sqrt(d') / n`` (one Gaussian mechanism,
-    ``fraction`` of rho). Returns the released mean excess in raw units
-    (the estimated clipping bias of the box mean, up to what lies beyond the
-    wider box) and the noise standard deviation in scaled units.
+    ``1 - BEYOND_SHARE`` of ``fraction`` of rho).
+
+    What lies beyond the wider box is not measured: the allowance for it
+    assumes about ``kstar`` rows beyond each end (:func:`_interval_parts`).
+    A second Gaussian mechanism (``BEYOND_SHARE`` of ``fraction``) releases,
+    per column, the count of rows beyond the wider box; a row changes each
+    count by at most 1, so the counts have L2 sensitivity ``sqrt(d')``. A
+    column whose noisy count exceeds ``2 kstar`` plus three noise sd has
+    more rows beyond the wider box than the allowance assumes (a heavy tail),
+    and a clipping bias of unknown size: its interval is infinite.
+
+    Returns the released mean excess in raw units (the estimated clipping
+    bias of the box mean, up to what lies beyond the wider box), the noise
+    standard deviation of the excess in scaled units, and the columns with
+    too many rows beyond the wider box.
     """
     n, d = X.shape
     live = half > 0
     out = np.zeros(d)
     w = (stretch - 1.0) * half[live]
-    e = (np.clip(X[:, live], center[live] - stretch * half[live], center[live] + stretch * half[live])
-         - np.clip(X[:, live], center[live] - half[live], center[live] + half[live])) / w
-    sens = 2.0 * math.sqrt(max(int(live.sum()), 1)) / n
-    sig = acc.gaussian_sigma(sens, fraction=fraction)
+    lo, hi = center[live] - stretch * half[live], center[live] + stretch * half[live]
+    e = (np.clip(X[:, live], lo, hi) - np.clip(X[:, live], center[live] - half[live], center[live] + half[live])) / w
+    dl = max(int(live.sum()), 1)
+    sens = 2.0 * math.sqrt(dl) / n
+    sig = acc.gaussian_sigma(sens, fraction=(1.0 - BEYOND_SHARE) * fraction)
     m = acc.gaussian("clipping excess (stretched box)", np.mean(e, axis=0), sensitivity=sens, sigma=sig, rng=rng,
                      note="excess in [-1,1]^d after scaling by (stretch-1) h: sensitivity 2 sqrt(d)/n")
     out[live] = w * m
-    return out, sig
+    sens_c = math.sqrt(dl)
+    sig_c = acc.gaussian_sigma(sens_c, fraction=BEYOND_SHARE * fraction)
+    counts = np.sum((X[:, live] < lo) | (X[:, live] > hi), axis=0).astype(float)
+    noisy_c = acc.gaussian("rows beyond the stretched box", counts, sensitivity=sens_c, sigma=sig_c, rng=rng,
+                           note="one count per column: sensitivity sqrt(d) (replace-one)")
+    far = np.zeros(d, bool)
+    far[live] = np.asarray(noisy_c, float) > 2.0 * kstar + 3.0 * sig_c
+    return out, sig, far
+
+
+def ball_excess(U: np.ndarray, cu: np.ndarray, R: float, stretch: float, acc, fraction: float,
+                rng: np.random.Generator, kstar: float = 0.5) -> tuple[np.ndarray, float, bool]:
+    """Private mean of what the whitened ball ``B(cu, R)`` removes, within a ball ``stretch`` times wider.
+
+    The ball path clips whitened rows ``u_i`` to radius ``R``, which moves
+    every coordinate of a row far out in any direction; the box's clipping
+    excess does not see it. Row ``i`` contributes
+    ``e_i = clip(u_i, stretch R) - clip(u_i, R)``, ``||e_i|| <= (stretch - 1) R``,
+    so the mean has replace-one L2 sensitivity ``2 (stretch - 1) R / n``
+    (a Gaussian mechanism, ``1 - BEYOND_SHARE`` of ``fraction`` of rho). A
+    second one (``BEYOND_SHARE``) releases the count of rows beyond the
+    wider ball (sensitivity 1); above ``2 kstar`` plus three noise sd the
+    clipping bias is of unknown size and every interval is infinite.
+
+    Returns the released mean excess in whitened units, its noise sd, and
+    whether too many rows lie beyond the wider ball.
+    """
+    n = U.shape[0]
+    inner, _ = clip_ball(U, cu, R)
+    outer, _ = clip_ball(U, cu, stretch * R)
+    sens = 2.0 * (stretch - 1.0) * R / n
+    sig = acc.gaussian_sigma(sens, fraction=(1.0 - BEYOND_SHARE) * fraction)
+    ex = acc.gaussian("clipping excess (stretched ball)", np.mean(outer - inner, axis=0), sensitivity=sens,
+                      sigma=sig, rng=rng, note="excess of norm <= (stretch-1) R: sensitivity 2 (stretch-1) R/n")
+    sig_c = acc.gaussian_sigma(1.0, fraction=BEYOND_SHARE * fraction)
+    beyond = float(np.sum(np.linalg.norm(U - cu, axis=1) > stretch * R))
+    count = acc.gaussian("rows beyond the stretched ball", beyond, sensitivity=1.0, sigma=sig_c, rng=rng,
+                         note="one count: sensitivity 1 (replace-one)")
+    return np.asarray(ex, float), float(sig), bool(float(count) > 2.0 * kstar + 3.0 * sig_c)
 
 
 def _box_release(algo, X, center, half, acc, rng, *, se_share=0.0, find=None, kstar=0.5, var_z=None, stretch=3.0,
@@ -303,8 +361,8 @@ def _box_release(algo, X, center, half, acc, rng, *, se_share=0.0, find=None, ks
     share_v = (se_share - share_x) if (want and var_z is None) else 0.0
     excess = None
     if share_x > 0:
-        ex, sig_x = clipping_excess(X, center, half, stretch, acc, share_x * r0, rng)
-        excess = (ex, sig_x, stretch)
+        ex, sig_x, far = clipping_excess(X, center, half, stretch, acc, share_x * r0, rng, kstar=kstar)
+        excess = (ex, sig_x, stretch, far)
     m2 = sig_v = None
     if share_v > 0:
         sens_v = math.sqrt(max(dl, 1)) / n
@@ -547,9 +605,12 @@ class AdaptiveWhiten(Algorithm):
                                         eigenvalues=lam))
         excess = None
         if want_se:
-            ex, sig_x = clipping_excess(X, center, half, float(p["stretch"]), acc,
-                                        float(p["se_share"]) * acc.remaining / rho, rng)
-            excess = (ex, sig_x, float(p["stretch"]))
+            # half of the interval's share for the box's clipping, half for the ball's
+            share_se = float(p["se_share"]) * acc.remaining / rho
+            ex, sig_x, far = clipping_excess(X, center, half, float(p["stretch"]), acc, share_se / 2.0, rng,
+                                             kstar=kstar)
+            ex_u, sig_u, far_u = ball_excess(U, cu, R, float(p["stretch"]), acc, share_se / 2.0, rng, kstar=kstar)
+            excess = (ex, sig_x, float(p["stretch"]), far)
         sens = 2.0 * R / n
         sigma = acc.gaussian_sigma(sens, fraction=acc.remaining / rho)
         u_est = acc.gaussian("clipped mean (whitened ball)", ball_mean(U, cu, R), sensitivity=sens, sigma=sigma,
@@ -563,4 +624,12 @@ class AdaptiveWhiten(Algorithm):
         # noise N(0, sigma^2 I) in u is Winv N(0, sigma^2 I) in z
         se, bias = _interval_parts(n, var_z, sigma**2 * np.sum(Winv * Winv, axis=1), half, find, kstar, excess,
                                    range_failed(np.diag(M)[:d], sig_m))
+        # the ball's clipping in raw units: its released excess is a bias allowance (with the light-tail
+        # allowance beyond the wider ball), its noise enters the standard error
+        wsd = np.sqrt(np.sum(Winv * Winv, axis=1))
+        ball_bias = half * (np.abs(Winv @ ex_u) + kstar * float(p["stretch"]) * R * wsd / n)
+        se = np.sqrt(se**2 + (half * sig_u * wsd) ** 2)
+        if far_u:
+            se = np.full(d, np.inf)
+        bias = bias + ball_bias
         return guarded(replace(out, std_error=se, df=float(max(n - 1, 1)), bias_bound=bias), noise_z)

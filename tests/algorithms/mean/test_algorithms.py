@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -564,7 +565,8 @@ def test_point_guard_edge_rule_on_grunfeld(public_corpus):
     assert o.details["guard"].tolist() == [True, False, False]
     assert o.estimate[0] == 0.0 and np.array_equal(o.estimate[1:], np.clip(o0.estimate[1:], *_box(o0)[:, 1:]))
     assert r < 20 and r0 > 1000
-    (oi,), _ = _corpus_runs(public_corpus, "mean_grunfeld_fe", 1.0, [7], **AdaptiveWhiten.interval_params)
+    # the interval release draws other noise (its budget split differs): at seed 19 the rule fires there too
+    (oi,), _ = _corpus_runs(public_corpus, "mean_grunfeld_fe", 1.0, [19], **AdaptiveWhiten.interval_params)
     assert oi.details["guard"][0] and np.isinf(oi.std_error[0])
 
 
@@ -615,10 +617,14 @@ def test_point_guard_clamp_never_moves_away_from_the_clipped_mean():
         # the second column's box [8, 12] lies beyond 2 half-widths of 0: pinned at 8 it fires, pinned at 12 not
         z1 = (min(max(est[1], 8.0), 12.0) - 10.0) / 2.0
         assert fired[1] == (z1 <= -0.9)
-        # [-1, 1] holds the prior centre: only the null rule (within one noise sd, 0.05, of it); a public constant
-        assert fired[0] == (abs(np.clip(est[0], -1.0, 1.0)) < 0.05) and not fired[2]
-        if fired[0] and not fired[1]:
-            assert g.bias_bound[0] == pytest.approx(abs(np.clip(est[0], -1.0, 1.0))) and np.isfinite(g.std_error[0])
+        # [-1, 1] holds the prior centre: only the null rule could fire, and it is for point releases only (a
+        # release with an interval keeps its estimate); a public constant never fires
+        assert not fired[0] and not fired[2]
+        p = point_guard(replace(out, std_error=None), center, half, find, prior, hopeless=False,
+                        noise_z=np.full(3, 0.1))
+        # the point release: the null rule (within one noise sd, 0.05, of the prior centre)
+        assert p.details["guard"][0] == (abs(np.clip(est[0], -1.0, 1.0)) < 0.05) and not p.details["guard"][2]
+        assert np.array_equal(p.details["guard"][1:], fired[1:])
 
 
 def test_point_guard_null_rule_on_graddy(public_corpus):

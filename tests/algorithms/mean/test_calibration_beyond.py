@@ -1,0 +1,73 @@
+"""adaptive_whiten's counts of rows beyond the stretched box and ball: sensitivity on adversarial neighbours.
+
+Same seed, same noise: the difference of two noisy releases is the
+difference of the true statistics, so replacing one row must move each
+box count by at most 1 (L2 at most ``sqrt(d')``), the ball count by at most
+1, and the ball's excess by at most ``2 (stretch - 1) R / n`` in L2; each
+bound is attained, so a halved sensitivity would not cover it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpstats.algorithms.mean.adaptive import ball_excess, clipping_excess
+from dpstats.privacy.accounting import ZCDPAccountant
+
+N, D, STRETCH = 150, 3, 1.5
+
+
+def _data():
+    rng = np.random.default_rng(3)
+    return rng.standard_t(2, (N, D))
+
+
+def _released(X):
+    """The true statistics the mechanisms add noise to, recovered as release minus the same seed's noise."""
+    acc = ZCDPAccountant(1.0, 1e-6)
+    g = np.random.default_rng(0)
+    ex, _, _ = clipping_excess(X, np.zeros(D), np.ones(D), STRETCH, acc, 0.5, g)
+    acc_b = ZCDPAccountant(1.0, 1e-6)
+    exb, _, _ = ball_excess(X, np.zeros(D), 1.0, STRETCH, acc_b, 0.5, np.random.default_rng(0))
+    return ex, exb
+
+
+def test_box_counts_and_ball_parts_move_by_their_sensitivities():
+    X = _data()
+    lo, hi = -STRETCH, STRETCH
+    base_counts = np.sum((X < lo) | (X > hi), axis=0)
+    base_ball = np.sum(np.linalg.norm(X, axis=1) > STRETCH)
+    worst_c = worst_b = 0.0
+    for i in range(N):
+        for row in (np.full(D, 50.0), np.zeros(D), np.array([50.0, 0.0, 0.0])):
+            Y = X.copy()
+            Y[i] = row
+            c = np.sum((Y < lo) | (Y > hi), axis=0)
+            b = np.sum(np.linalg.norm(Y, axis=1) > STRETCH)
+            assert np.max(np.abs(c - base_counts)) <= 1 and abs(b - base_ball) <= 1
+            worst_c = max(worst_c, float(np.linalg.norm(c - base_counts)))
+            worst_b = max(worst_b, float(abs(b - base_ball)))
+    assert worst_c == pytest.approx(np.sqrt(D)) and worst_b == 1.0
+
+
+def test_the_ball_excess_moves_by_at_most_its_sensitivity_and_is_charged_at_it():
+    X = _data()
+    _, exb = _released(X)
+    sens = 2.0 * (STRETCH - 1.0) * 1.0 / N
+    worst = 0.0
+    for i in range(N):
+        for row in (np.full(D, 50.0), np.full(D, -50.0), np.zeros(D)):
+            Y = X.copy()
+            Y[i] = row
+            _, exb2 = _released(Y)
+            step = float(np.linalg.norm(exb2 - exb))
+            assert step <= sens * (1 + 1e-9)
+            worst = max(worst, step)
+    assert worst > 0.75 * sens  # close to attained: a halved sensitivity would not cover it
+    acc = ZCDPAccountant(1.0, 1e-6)
+    _, sig, _ = ball_excess(X, np.zeros(D), 1.0, STRETCH, acc, 0.5, np.random.default_rng(0))
+    costs = {e[0]: e[1] for e in acc.ledger}
+    assert costs["clipping excess (stretched ball)"] == pytest.approx(0.375 * acc.rho, rel=1e-12)
+    assert costs["rows beyond the stretched ball"] == pytest.approx(0.125 * acc.rho, rel=1e-12)
+    assert sig == pytest.approx(sens / np.sqrt(2.0 * 0.375 * acc.rho), rel=1e-12)
