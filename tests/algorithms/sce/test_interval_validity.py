@@ -15,7 +15,6 @@ import math
 import warnings
 
 import numpy as np
-import pytest
 
 from dpstats.algorithms import get
 from dpstats.bench.inference import inference_problem, interval_params, resample
