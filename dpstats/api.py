@@ -153,7 +153,7 @@ _CHECK_WORDS: dict[str, tuple[str, str]] = {
         "the privacy noise hides too many directions of the controls (or of the absorbed fixed effects), which "
         "biases the estimate by an amount the interval cannot see",
         "Use fewer controls or coarser fixed effects, a larger epsilon or more rows."),
-    "far beyond the clip": (
+    "far beyond the clips": (
         "too many rows lie far beyond the private clipping thresholds (a heavy-tailed or sparse {coef} or "
         "outcome), so clipping may bias the estimate by more than its interval could show",
         "Declare bounds for {coef} and the outcome (bounds={{...}}), transform a heavy-tailed variable (e.g. its "
@@ -296,10 +296,9 @@ class PrivateResult:
     interval_check : str or None
         The method's check on its interval (``fwl_score``: ``"ok"``, or what
         made it infinite: ``"denominator is noise"``, ``"regression
-        dilution"``, ``"unresolved controls"``, ``"far beyond the clip
-        (regressor)"`` or ``"(outcome)"``, ``"failed standardisation
-        (scales)"``, ``"(Gram)"`` or ``"(column clip)"``); a paid statistic, read by
-        :attr:`uninformative_reason`.
+        dilution"``, ``"unresolved controls"``, ``"far beyond the clips"``,
+        ``"failed standardisation (scales)"`` or ``"(Gram)"``); a paid
+        statistic, read by :attr:`uninformative_reason`.
 
     The properties :attr:`uninformative` (True when the release says
     nothing about the target) and :attr:`uninformative_reason` (why, and
