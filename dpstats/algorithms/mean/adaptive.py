@@ -254,6 +254,16 @@ def point_guard(out, center: np.ndarray, half: np.ndarray, find: np.ndarray, pri
 BEYOND_SHARE = 0.25
 
 
+def beyond_box(X: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Per column, the number of rows outside ``[lo, hi]`` (a row moves each count by at most 1)."""
+    return np.sum((X < lo) | (X > hi), axis=0).astype(float)
+
+
+def beyond_ball(U: np.ndarray, center: np.ndarray, radius: float) -> float:
+    """The number of rows outside the ball ``B(center, radius)`` (a row moves it by at most 1)."""
+    return float(np.sum(np.linalg.norm(U - center, axis=1) > radius))
+
+
 def clipping_excess(X: np.ndarray, center: np.ndarray, half: np.ndarray, stretch: float, acc, fraction: float,
                     rng: np.random.Generator, kstar: float = 0.5) -> tuple[np.ndarray, float, np.ndarray]:
     """Private mean of what clipping to ``center +- half`` removes, within a box ``stretch`` times wider.
@@ -291,8 +301,7 @@ def clipping_excess(X: np.ndarray, center: np.ndarray, half: np.ndarray, stretch
     out[live] = w * m
     sens_c = math.sqrt(dl)
     sig_c = acc.gaussian_sigma(sens_c, fraction=BEYOND_SHARE * fraction)
-    counts = np.sum((X[:, live] < lo) | (X[:, live] > hi), axis=0).astype(float)
-    noisy_c = acc.gaussian("rows beyond the stretched box", counts, sensitivity=sens_c, sigma=sig_c, rng=rng,
+    noisy_c = acc.gaussian("rows beyond the stretched box", beyond_box(X[:, live], lo, hi), sensitivity=sens_c, sigma=sig_c, rng=rng,
                            note="one count per column: sensitivity sqrt(d) (replace-one)")
     far = np.zeros(d, bool)
     far[live] = np.asarray(noisy_c, float) > 2.0 * kstar + 3.0 * sig_c
@@ -324,8 +333,7 @@ def ball_excess(U: np.ndarray, cu: np.ndarray, R: float, stretch: float, acc, fr
     ex = acc.gaussian("clipping excess (stretched ball)", np.mean(outer - inner, axis=0), sensitivity=sens,
                       sigma=sig, rng=rng, note="excess of norm <= (stretch-1) R: sensitivity 2 (stretch-1) R/n")
     sig_c = acc.gaussian_sigma(1.0, fraction=BEYOND_SHARE * fraction)
-    beyond = float(np.sum(np.linalg.norm(U - cu, axis=1) > stretch * R))
-    count = acc.gaussian("rows beyond the stretched ball", beyond, sensitivity=1.0, sigma=sig_c, rng=rng,
+    count = acc.gaussian("rows beyond the stretched ball", beyond_ball(U, cu, stretch * R), sensitivity=1.0, sigma=sig_c, rng=rng,
                          note="one count: sensitivity 1 (replace-one)")
     return np.asarray(ex, float), float(sig), bool(float(count) > 2.0 * kstar + 3.0 * sig_c)
 

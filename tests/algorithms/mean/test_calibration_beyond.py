@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpstats.algorithms.mean.adaptive import ball_excess, clipping_excess
+from dpstats.algorithms.mean.adaptive import ball_excess, beyond_ball, beyond_box, clipping_excess
 from dpstats.privacy.accounting import ZCDPAccountant
 
 N, D, STRETCH = 150, 3, 1.5
@@ -35,16 +35,16 @@ def _released(X):
 
 def test_box_counts_and_ball_parts_move_by_their_sensitivities():
     X = _data()
-    lo, hi = -STRETCH, STRETCH
-    base_counts = np.sum((X < lo) | (X > hi), axis=0)
-    base_ball = np.sum(np.linalg.norm(X, axis=1) > STRETCH)
+    lo, hi = np.full(D, -STRETCH), np.full(D, STRETCH)
+    base_counts = beyond_box(X, lo, hi)
+    base_ball = beyond_ball(X, np.zeros(D), STRETCH)
     worst_c = worst_b = 0.0
     for i in range(N):
         for row in (np.full(D, 50.0), np.zeros(D), np.array([50.0, 0.0, 0.0])):
             Y = X.copy()
             Y[i] = row
-            c = np.sum((Y < lo) | (Y > hi), axis=0)
-            b = np.sum(np.linalg.norm(Y, axis=1) > STRETCH)
+            c = beyond_box(Y, lo, hi)
+            b = beyond_ball(Y, np.zeros(D), STRETCH)
             assert np.max(np.abs(c - base_counts)) <= 1 and abs(b - base_ball) <= 1
             worst_c = max(worst_c, float(np.linalg.norm(c - base_counts)))
             worst_b = max(worst_b, float(abs(b - base_ball)))
