@@ -251,7 +251,10 @@ def point_guard(out, center: np.ndarray, half: np.ndarray, find: np.ndarray, pri
 
 
 #: share of the clipping-excess budget that counts the rows beyond the stretched box
-BEYOND_SHARE = 0.25
+BEYOND_SHARE = 0.65
+
+#: noise sd above the allowance at which a count of rows beyond the stretched box or ball makes the interval infinite
+FAR_Z = 2.0
 
 
 def beyond_box(X: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -278,7 +281,7 @@ def clipping_excess(X: np.ndarray, center: np.ndarray, half: np.ndarray, stretch
     A second Gaussian mechanism (``BEYOND_SHARE`` of ``fraction``) releases,
     per column, the count of rows beyond the wider box; a row changes each
     count by at most 1, so the counts have L2 sensitivity ``sqrt(d')``. A
-    column whose noisy count exceeds ``2 kstar`` plus three noise sd has
+    column whose noisy count exceeds ``2 kstar`` plus ``FAR_Z`` noise sd has
     more rows beyond the wider box than the allowance assumes (a heavy tail),
     and a clipping bias of unknown size: its interval is infinite.
 
@@ -304,7 +307,7 @@ def clipping_excess(X: np.ndarray, center: np.ndarray, half: np.ndarray, stretch
     noisy_c = acc.gaussian("rows beyond the stretched box", beyond_box(X[:, live], lo, hi), sensitivity=sens_c, sigma=sig_c, rng=rng,
                            note="one count per column: sensitivity sqrt(d) (replace-one)")
     far = np.zeros(d, bool)
-    far[live] = np.asarray(noisy_c, float) > 2.0 * kstar + 3.0 * sig_c
+    far[live] = np.asarray(noisy_c, float) > 2.0 * kstar + FAR_Z * sig_c
     return out, sig, far
 
 
@@ -319,7 +322,7 @@ def ball_excess(U: np.ndarray, cu: np.ndarray, R: float, stretch: float, acc, fr
     so the mean has replace-one L2 sensitivity ``2 (stretch - 1) R / n``
     (a Gaussian mechanism, ``1 - BEYOND_SHARE`` of ``fraction`` of rho). A
     second one (``BEYOND_SHARE``) releases the count of rows beyond the
-    wider ball (sensitivity 1); above ``2 kstar`` plus three noise sd the
+    wider ball (sensitivity 1); above ``2 kstar`` plus ``FAR_Z`` noise sd the
     clipping bias is of unknown size and every interval is infinite.
 
     Returns the released mean excess in whitened units, its noise sd, and
@@ -335,7 +338,7 @@ def ball_excess(U: np.ndarray, cu: np.ndarray, R: float, stretch: float, acc, fr
     sig_c = acc.gaussian_sigma(1.0, fraction=BEYOND_SHARE * fraction)
     count = acc.gaussian("rows beyond the stretched ball", beyond_ball(U, cu, stretch * R), sensitivity=1.0, sigma=sig_c, rng=rng,
                          note="one count: sensitivity 1 (replace-one)")
-    return np.asarray(ex, float), float(sig), bool(float(count) > 2.0 * kstar + 3.0 * sig_c)
+    return np.asarray(ex, float), float(sig), bool(float(count) > 2.0 * kstar + FAR_Z * sig_c)
 
 
 def _box_release(algo, X, center, half, acc, rng, *, se_share=0.0, find=None, kstar=0.5, var_z=None, stretch=3.0,
@@ -515,7 +518,7 @@ class AdaptiveWhiten(Algorithm):
     }
     #: the method gives a standard error and an interval with these hyperparameters (the API's default)
     intervals = True
-    interval_params = {"se_share": 0.3, "stretch": 1.5}
+    interval_params = {"se_share": 0.45, "stretch": 1.5}
     public_details = {
         **_BOX_DETAILS,
         "final": "paid statistic: the final step ('box' or 'ball') chosen from `radius of u` and the eigenvalues of the "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpstats.algorithms.mean.adaptive import ball_excess, beyond_ball, beyond_box, clipping_excess
+from dpstats.algorithms.mean.adaptive import BEYOND_SHARE, ball_excess, beyond_ball, beyond_box, clipping_excess
 from dpstats.privacy.accounting import ZCDPAccountant
 
 N, D, STRETCH = 150, 3, 1.5
@@ -68,6 +68,7 @@ def test_the_ball_excess_moves_by_at_most_its_sensitivity_and_is_charged_at_it()
     acc = ZCDPAccountant(1.0, 1e-6)
     _, sig, _ = ball_excess(X, np.zeros(D), 1.0, STRETCH, acc, 0.5, np.random.default_rng(0))
     costs = {e[0]: e[1] for e in acc.ledger}
-    assert costs["clipping excess (stretched ball)"] == pytest.approx(0.375 * acc.rho, rel=1e-12)
-    assert costs["rows beyond the stretched ball"] == pytest.approx(0.125 * acc.rho, rel=1e-12)
-    assert sig == pytest.approx(sens / np.sqrt(2.0 * 0.375 * acc.rho), rel=1e-12)
+    excess_share, count_share = (1.0 - BEYOND_SHARE) * 0.5, BEYOND_SHARE * 0.5
+    assert costs["clipping excess (stretched ball)"] == pytest.approx(excess_share * acc.rho, rel=1e-12)
+    assert costs["rows beyond the stretched ball"] == pytest.approx(count_share * acc.rho, rel=1e-12)
+    assert sig == pytest.approx(sens / np.sqrt(2.0 * excess_share * acc.rho), rel=1e-12)
