@@ -105,9 +105,13 @@ def box_width(n: int, d: int, rho_gram: float, c: float = 0.01, lo: float = 3.0,
     return float(min(hi, max(lo, k)))
 
 
+#: share of rows at the edge of a privately scaled outcome above which the interval is infinite
+EDGE_Y_LIMIT = 0.002
+
+
 def box_edge_guard(Z: np.ndarray, u: np.ndarray, S, acc: ZCDPAccountant, rho: float, rng: np.random.Generator,
                    grad: np.ndarray | None = None, C: float = math.inf, limit: float = 0.02,
-                   grad_limit: float = 0.05) -> bool:
+                   grad_limit: float = 0.05, y_limit: float | None = None) -> bool:
     """Whether a private range clipped too many rows: a released count per privately scaled column and ``y``.
 
     Counts the rows at the box edge (``|z_j| = 1`` for the columns without
@@ -116,7 +120,11 @@ def box_edge_guard(Z: np.ndarray, u: np.ndarray, S, acc: ZCDPAccountant, rho: fl
     ``sqrt(k)`` (one Gaussian mechanism, ``rho``). A box of a few standard
     deviations leaves well under 1 % of the rows at its edge; a share above
     ``limit`` (plus three noise standard deviations) means the range missed
-    the data and the interval must be infinite.
+    the data and the interval must be infinite. The outcome's bar is lower
+    (``y_limit``, :data:`EDGE_Y_LIMIT`): a box of at least 3 sd leaves under
+    0.3 % of a Gaussian outcome at its edges, and a clipped outcome biases
+    every coefficient (``E[clip(y) | x]`` is not ``x' beta``), by an amount
+    that grows with the tail beyond the edge.
 
     With ``grad`` (the norms ``||w_i|| |r_i|`` at the final estimate) one
     more count, of the rows whose gradient the clip ``C`` cuts: the clipped
@@ -133,6 +141,8 @@ def box_edge_guard(Z: np.ndarray, u: np.ndarray, S, acc: ZCDPAccountant, rho: fl
     n = Z.shape[0]
     counts = [float(np.sum(np.abs(c) >= 1.0 - 1e-12)) for c in cols]
     limits = [limit] * len(counts)
+    if S.y_bounds is None:
+        limits[-1] = EDGE_Y_LIMIT if y_limit is None else y_limit
     if grad is not None:
         counts.append(float(np.sum(grad > C)))
         limits.append(grad_limit)
@@ -301,6 +311,9 @@ class DPNewton(Algorithm):
         "clip_quantile": "public fact: clip level from n, the budget and the hyperparameters",
         "k_sd": "public fact: box width (a hyperparameter, or from n, d and the budget)",
         "sigma_xx": "public fact: noise scale from the public row bound of the standardised basis and the budget",
+        "interval_check": "paid statistic: which check made the interval infinite ('ok' when none did): "
+                          "'no contraction' (from the released Gram) or 'far beyond the clips' (from `rows at the "
+                          "box edge`)",
         "guard": "paid statistic: from `Z'Z and Z'u (joint Gaussian)` and `rows away from the centre of y` "
                  "(post-processing: the checks of basis_failed that fired)",
         "fallback": "paid statistic: the point guard fired, from `Z'Z and Z'u (joint Gaussian)` and `rows away from the "
@@ -408,16 +421,20 @@ class DPNewton(Algorithm):
         # Gram noise's norm (public). The distance left after T steps is allowed for; without a contraction
         # the release cannot be localised (post-processing of released P and the steps)
         rate = (2.0 * cal.sigma_xx * math.sqrt(d) + lam) / float(np.min(w))
+        check = "ok"
         if rate < 1.0:
             left = rate**T / (1.0 - rate**T) * float(np.linalg.norm(L.T @ (unshrunk - theta_init)))
             bias = bias + left * np.linalg.norm(J @ Li, axis=1)
         else:
             se = np.full(d, np.inf)
-        # a column or outcome with many rows at the box edge (released counts) had a failed private range:
-        # every coefficient is then biased by an unknown amount
+            check = "no contraction"
+        # a column or outcome with many rows at the box edge (released counts) had a failed private range
+        # or a tail heavier than the box: every coefficient is then biased by an unknown amount
         if clipped:
             se = np.full(d, np.inf)
-        return replace(out, std_error=se, df=float(max(n - d, 1)), bias_bound=bias)
+            check = "far beyond the clips"
+        return replace(out, std_error=se, df=float(max(n - d, 1)), bias_bound=bias,
+                       details={**out.details, "interval_check": check})
 
     def _fallback(self, y, S, acc, rng, n, d, guard, lam, qc, k_sd, cal, basis):
         """The guard's release: the intercept-only model at a private median of ``y``, an infinite interval.
