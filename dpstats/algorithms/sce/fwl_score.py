@@ -493,6 +493,7 @@ def fwl_score_release(
     max_floored: int = 0,
     absorb: int = 0,
     m_cell: int = 100,
+    clip_free_max: float = math.inf,
 ) -> tuple[float, dict]:
     """Run both stages, spending the accountant's whole budget.
 
@@ -530,11 +531,13 @@ def fwl_score_release(
     theta0, u = P.theta0, P.u
     v = P.w - theta0 * u
     B_u, B_v = P.B_u, P.B_w + abs(theta0) * P.B_u
-    # ---- stage 2. A public 0/1 column whose residual has a finite public bound is not clipped (its
-    # rare values carry the information); otherwise a private high quantile sets the clip (of |u|, or of the
-    # within pair differences |u_i - u_j| when a fixed effect is absorbed). Which case applies depends on
-    # public facts only.
-    need = [not (P.public_x and np.isfinite(B_u)), not (P.public_y and np.isfinite(B_v))]
+    # ---- stage 2. A public 0/1 column whose residual has a public bound of unit order (at most
+    # clip_free_max standardised units) is not clipped (its rare values carry the information); otherwise a
+    # private high quantile sets the clip, capped by the bound (of |u|, or of the within pair differences
+    # |u_i - u_j| when a fixed effect is absorbed). A wide bound, from wide declared ranges of the controls,
+    # would make the clip and the noise as wide as the worst case. Which case applies depends on public facts
+    # and released values only (the bounds are post-processing of the released scales and nuisance).
+    need = [not (P.public_x and B_u <= clip_free_max), not (P.public_y and B_v <= clip_free_max)]
     C_u, C_v = B_u, B_v
     if any(need):
         e_q = em_epsilon(q_share * rho / sum(need), bound=EM_BOUND)
@@ -817,6 +820,9 @@ class FWLScore(Algorithm):
                            "groups; see the page)"),
         "tail_share": Param(0.0, "ours: share of the stage-2 budget for the count of rows far beyond the clips "
                                  "(interval path only; 0: no check, the point release)"),
+        "clip_free_max": Param(math.inf, "ours: a public 0/1 regressor or outcome is left unclipped only when its "
+                                    "residual's public bound is at most this many standardised units; a wider one "
+                                    "(wide declared ranges of the controls) gets a private clip, capped by it"),
         "tail_u": Param(4.0, "ours: a row is far beyond the clip of u when |u| > tail_u C_u"),
         "tail_v": Param(2.0, "ours: ... of v when |v| > tail_v C_v"),
         "tail_frac": Param(0.01, "ours: an infinite interval when the noisy count of rows far beyond a clip exceeds "
@@ -826,7 +832,7 @@ class FWLScore(Algorithm):
     }
     #: the method gives a standard error and an interval with these hyperparameters (the API's default)
     intervals = True
-    interval_params = {"se_share": 0.1, "shrink": 0.0, "c_v": 2.0, "tail_share": 0.05}
+    interval_params = {"se_share": 0.1, "shrink": 0.0, "c_v": 2.0, "tail_share": 0.05, "clip_free_max": 4.0}
     public_details = {
         **FWL_SCORE_DETAILS,
         "reliability": "paid statistic: from `Gaussian sum of clip(u)^2` and the `Gaussian Gram of (1, controls, x, y)` "

