@@ -537,7 +537,8 @@ def fwl_score_release(
     # |u_i - u_j| when a fixed effect is absorbed). A wide bound, from wide declared ranges of the controls,
     # would make the clip and the noise as wide as the worst case. Which case applies depends on public facts
     # and released values only (the bounds are post-processing of the released scales and nuisance).
-    need = [not (P.public_x and B_u <= clip_free_max), not (P.public_y and B_v <= clip_free_max)]
+    need = [not (P.public_x and np.isfinite(B_u) and B_u <= clip_free_max),
+            not (P.public_y and np.isfinite(B_v) and B_v <= clip_free_max)]
     C_u, C_v = B_u, B_v
     if any(need):
         e_q = em_epsilon(q_share * rho / sum(need), bound=EM_BOUND)
