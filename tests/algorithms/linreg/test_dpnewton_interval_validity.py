@@ -12,32 +12,21 @@ regressors), whose finite intervals missed.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
-from dpstats.algorithms import get
 from dpstats.algorithms.linreg import dpnewton
-from dpstats.bench.inference import inference_problem, interval_params, resample
-from dpstats.bench.trial import Problem
-from dpstats.data.corpus import Corpus
+from tests.algorithms.draws import interval_releases, truth
 
 SEEDS = range(8)
 
 
 def _releases(iid: str, eps: float):
-    inst = Corpus.public().instance(iid)
-    truth = inference_problem(inst).truth
-    cls = get("linreg", "dpnewton")
     out = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for s in SEEDS:
-            pr = Problem.from_instance(resample(inst, s))
-            rel = cls(**interval_params(cls)).run(pr.data, pr.facts, eps, 1e-6, np.random.default_rng(s))
-            lo, hi = (np.asarray(v, float) for v in rel.conf_int(0.95))
-            out.append((lo, hi, rel.details["interval_check"]))
-    return truth, out
+    for rel in interval_releases("linreg", "dpnewton", iid, eps, SEEDS):
+        lo, hi = (np.asarray(v, float) for v in rel.conf_int(0.95))
+        out.append((lo, hi, rel.details["interval_check"]))
+    return truth(iid), out
 
 
 def test_randhie_heavy_outcome_gives_no_finite_interval():

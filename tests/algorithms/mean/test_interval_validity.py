@@ -11,34 +11,22 @@ a three-sd bar, ``se_share`` 0.3), which missed on these draws.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
-from dpstats.algorithms import get
 from dpstats.algorithms.mean import adaptive
-from dpstats.bench.inference import inference_problem, interval_params, resample
-from dpstats.bench.trial import Problem
-from dpstats.data.corpus import Corpus
+from tests.algorithms.draws import interval_releases, truth
 
 SEEDS = range(40)
 
 
 def _finite_misses(iid: str, eps: float, **override) -> np.ndarray:
     """Per column, the draws whose interval is finite and misses the population mean."""
-    inst = Corpus.public().instance(iid)
-    truth = inference_problem(inst).truth
-    cls = get("mean", "adaptive_whiten")
-    misses = np.zeros(truth.size, int)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for s in SEEDS:
-            pr = Problem.from_instance(resample(inst, s))
-            rel = cls(**{**interval_params(cls), **override}).run(pr.data, pr.facts, eps, 1e-6,
-                                                                    np.random.default_rng(s))
-            lo, hi = (np.asarray(v, float) for v in rel.conf_int(0.95))
-            misses += (lo > truth) | (truth > hi)
+    mu = truth(iid)
+    misses = np.zeros(mu.size, int)
+    for rel in interval_releases("mean", "adaptive_whiten", iid, eps, SEEDS, **override):
+        lo, hi = (np.asarray(v, float) for v in rel.conf_int(0.95))
+        misses += (lo > mu) | (mu > hi)
     return misses
 
 

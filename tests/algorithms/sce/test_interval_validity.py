@@ -12,30 +12,16 @@ missed on 3 of 10 draws at epsilon 3.
 from __future__ import annotations
 
 import math
-import warnings
 
-import numpy as np
-
-from dpstats.algorithms import get
-from dpstats.bench.inference import inference_problem, interval_params, resample
-from dpstats.bench.trial import Problem
-from dpstats.data.corpus import Corpus
+from tests.algorithms.draws import interval_releases, truth
 
 
 def _intervals(iid: str, eps: float, seeds, **override):
-    inst = Corpus.public().instance(iid)
-    truth = float(inference_problem(inst).truth[0])
-    cls = get("sce", "fwl_score")
     out = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for s in seeds:
-            pr = Problem.from_instance(resample(inst, s))
-            rel = cls(**{**interval_params(cls), **override}).run(pr.data, pr.facts, eps, 1e-6,
-                                                                    np.random.default_rng(s))
-            lo, hi = rel.conf_int(0.95)
-            out.append((float(lo[0]), float(hi[0]), rel.details["interval_check"]))
-    return truth, out
+    for rel in interval_releases("sce", "fwl_score", iid, eps, seeds, **override):
+        lo, hi = rel.conf_int(0.95)
+        out.append((float(lo[0]), float(hi[0]), rel.details["interval_check"]))
+    return float(truth(iid)[0]), out
 
 
 def test_fair78_covers_at_epsilon_1():

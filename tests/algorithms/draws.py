@@ -1,0 +1,33 @@
+"""Releases of a corpus instance as the coverage benchmark draws them (shared by the interval-validity tests)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from dpstats.algorithms import get
+from dpstats.bench.inference import inference_problem, interval_params, resample
+from dpstats.bench.trial import Problem
+from dpstats.data.corpus import Corpus
+
+
+def truth(iid: str) -> np.ndarray:
+    """The population value of a public corpus instance (its full-data OLS coefficient or mean)."""
+    return inference_problem(Corpus.public().instance(iid)).truth
+
+
+def interval_releases(task: str, algorithm: str, iid: str, eps: float, seeds: Iterable[int],
+                      **override: Any) -> Iterator[Any]:
+    """Per seed ``s``: resample the instance (``resample(instance, s)``) and release with the method's
+    ``interval_params`` (``override`` on top) and ``default_rng(s)``, as ``dpstats bench --inference`` does."""
+    inst = Corpus.public().instance(iid)
+    cls = get(task, algorithm)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for s in seeds:
+            pr = Problem.from_instance(resample(inst, s))
+            yield cls(**{**interval_params(cls), **override}).run(pr.data, pr.facts, eps, 1e-6,
+                                                                    np.random.default_rng(s))
