@@ -106,7 +106,7 @@ def corpus_coverage(draws: int, epsilons: list[float], instances=CORPUS_INSTANCE
         out.setdefault(("non-private", 0.0), []).append((iid, float(np.mean(nph)), 0.0, 1.0))
         for name in methods:
             cls = get("sce", name)
-            algo = cls(**getattr(cls, "interval_params", {}))
+            algo = cls(**cls.interval_params)
             for eps in epsilons:
                 hits, ratios = [], []
                 for i, idx in enumerate(idxs):

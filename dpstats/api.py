@@ -1061,7 +1061,7 @@ def _check_params(task: str, name: str, cls: type, params: Mapping[str, Any]) ->
     if "cluster" in params:
         covers = _covers_text(name)
         what = (f"the interval of {name} covers {covers}" if covers else
-                f"the interval of {name} assumes independent rows" if getattr(cls, "intervals", False) else
+                f"the interval of {name} assumes independent rows" if cls.intervals else
                 f"{name} gives no interval")
         raise ValueError(
             f"cluster: cluster-robust private intervals are not offered. Instead, {what}. With clustered data "
@@ -1137,14 +1137,14 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
     _check_params(task, name, cls, params)
     _check_delta(task, name, method is None, dlt)
     if inference is None:  # the default: an interval whenever the method gives one
-        inference = bool(getattr(cls, "intervals", False))
-    if inference and not getattr(cls, "intervals", False):
-        with_ci = ", ".join(a.name for a in list_algorithms(task) if getattr(a, "intervals", False))
+        inference = bool(cls.intervals)
+    if inference and not cls.intervals:
+        with_ci = ", ".join(a.name for a in list_algorithms(task) if a.intervals)
         raise ValueError(f"inference: method {name!r} gives no standard error or interval; use one of {with_ci} "
                          "(or method=None), or inference=False")
     if inference:
         # the method's budget split between estimate and uncertainty, unless the user set it
-        switch = dict(getattr(cls, "interval_params", {}))
+        switch = dict(cls.interval_params)
         for k, v in switch.items():
             if k in params and not params[k]:
                 raise ValueError(f"inference: {k}={params[k]!r} leaves no budget for the interval of {name!r}; "

@@ -97,8 +97,8 @@ def coefficient_of(linreg_cls: type[Algorithm], name: str | None = None) -> type
             "__module__": linreg_cls.__module__,
             "__doc__": f"Single coefficient from :class:`{linreg_cls.__module__}.{linreg_cls.__name__}`.",
             "wraps": linreg_cls,
-            "intervals": getattr(linreg_cls, "intervals", False),
-            "interval_params": dict(getattr(linreg_cls, "interval_params", {})),
+            "intervals": linreg_cls.intervals,
+            "interval_params": dict(linreg_cls.interval_params),
         },
     )
     return register(cls)
@@ -175,7 +175,7 @@ def list_algorithms(task: str | None = None, interpretation: str | None = None, 
     if interpretation is not None:
         out = [c for c in out if c.interpretation == interpretation]
     if not opt_in:
-        out = [c for c in out if not getattr(c, "opt_in", False)]
+        out = [c for c in out if not c.opt_in]
     return sorted(out, key=lambda c: (TASKS.index(c.task), c.name))
 
 

@@ -185,6 +185,15 @@ class Algorithm(Configurable, ABC):
         (or the start of their names) that paid for it. A key not listed must
         not appear; ``tests/algorithms/test_details_allowlist.py`` checks every
         registered algorithm.
+    intervals : bool
+        Whether a release carries a standard error and an interval (when run
+        with :attr:`interval_params`).
+    interval_params : mapping of str to object
+        The hyperparameters, on top of :attr:`defaults`, with which the method
+        releases its interval (the API's and the coverage benchmark's).
+    opt_in : bool
+        Not listed by :func:`~dpstats.algorithms.list_algorithms` unless asked
+        for (slow or heavy methods); run by name.
     """
 
     name: ClassVar[str] = ""
@@ -195,6 +204,9 @@ class Algorithm(Configurable, ABC):
     defaults: ClassVar[dict[str, Param]] = {}
     iterative: ClassVar[bool] = False
     public_details: ClassVar[Mapping[str, str]] = {}
+    intervals: ClassVar[bool] = False
+    interval_params: ClassVar[Mapping[str, Any]] = {}
+    opt_in: ClassVar[bool] = False
 
     @classmethod
     def metadata(cls) -> dict[str, Any]:

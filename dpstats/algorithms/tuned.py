@@ -130,8 +130,8 @@ def api_variant(base: type) -> type:
     method of the API it is not needed (the API's default is the same
     configuration, with its interval).
     """
-    params = dict(getattr(base, "interval_params", None) or {})
-    if not getattr(base, "intervals", False) or not params:
+    params = dict(base.interval_params)
+    if not base.intervals or not params:
         raise ValueError(f"{base.name!r} declares no interval_params: the API runs it with its defaults")
     return _derive(
         base, f"{base.__name__}API", api_name(base.name), params,

@@ -292,7 +292,7 @@ def _source_of(cls: type, ref: str) -> str:
 
 def gives_intervals(cls: type) -> bool:
     """Whether an algorithm class declares that its releases carry intervals (``intervals = True``)."""
-    return bool(getattr(cls, "intervals", False))
+    return bool(cls.intervals)
 
 
 def select_algorithms(names: Sequence[str] | None, tasks: Sequence[str], inference: bool = False) -> list[Selected]:
