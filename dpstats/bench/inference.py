@@ -146,13 +146,14 @@ COVERAGE_COLUMNS = (
     "task", "epsilon", "slice", "algorithm", "interpretation", "coverage", "coverage_se", "reference",
     "reference_se", "difference", "median_width_ratio", "infinite", "failed", "trials", "instances", "studies",
     "eligible", "rank", "worst_coverage", "worst_instance", "worst_reference", "below_85", "confident_misses",
+    "coordinates_below_85",
 )
 
 #: the columns of ``coverage_instances.csv`` (:func:`instance_coverage`), in order
 INSTANCE_COLUMNS = (
     "corpus", "task", "epsilon", "algorithm", "interpretation", "instance", "study", "n", "d", "se_type", "trials",
     "coverage", "coverage_se", "coverage_all", "reference", "reference_all", "difference", "median_width_ratio",
-    "infinite", "failed", "confident_misses", "max_miss_se", "se_exact",
+    "infinite", "failed", "confident_misses", "max_miss_se", "se_exact", "worst_coordinate", "coordinate_coverage",
 )
 
 
@@ -564,7 +565,7 @@ def _cache_inference(corpus: str, ip: InferenceProblem) -> None:
 
 def interval_params(algo_cls: type) -> dict[str, Any]:
     """The hyperparameters a method runs with when asked for an interval (``interval_params``; the API's too)."""
-    return dict(getattr(algo_cls, "interval_params", None) or {})
+    return dict(algo_cls.interval_params)
 
 
 def _jl(a: Any) -> list[float] | None:
@@ -905,6 +906,7 @@ def _instance_rows(v: pd.DataFrame) -> pd.DataFrame:
         failed = g["status"].isin(_FAILED).to_numpy()
         ms = g["miss_se"].to_numpy(dtype=float)
         judged = np.isfinite(g["np_quantile"].to_numpy(dtype=float))
+        worst_k, worst_c = _worst_coordinate(g)
         rows.append({
             "corpus": corpus, "task": task, "epsilon": float(eps), "algorithm": name, "interpretation": interp,
             "instance": iid, "study": g["study"].iloc[0], "n": int(g["n"].iloc[0]), "d": int(g["d"].iloc[0]),
@@ -918,12 +920,36 @@ def _instance_rows(v: pd.DataFrame) -> pd.DataFrame:
             "confident_misses": int(g["confident_miss"].sum()),
             "max_miss_se": float(np.nanmax(ms)) if (~np.isnan(ms)).any() else math.nan,
             "se_exact": bool(g["se_exact"].to_numpy()[judged].all()) if judged.any() else False,
+            "worst_coordinate": worst_k, "coordinate_coverage": worst_c,
         })
     out = pd.DataFrame(rows, columns=list(INSTANCE_COLUMNS))
     if out.empty:
         return out
     return out.sort_values(["corpus", "task", "epsilon", "coverage", "difference", "algorithm", "instance"],
                            kind="stable", na_position="last").reset_index(drop=True)
+
+
+def _worst_coordinate(g: pd.DataFrame) -> tuple[int, float]:
+    """The coordinate an instance's trials cover least often, and that coverage.
+
+    A trial without an interval (a failure) counts as covering no
+    coordinate, as in ``covered``; a decline's interval is infinite. For a
+    scalar target the coverage is the instance's.
+    """
+    hits: list[np.ndarray] = []
+    for lo_, hi_, tr_ in zip(g["low"].tolist(), g["high"].tolist(), g["truth"].tolist()):
+        tr, lo, hi = _vec(tr_), _vec(lo_), _vec(hi_)
+        if tr is None:
+            continue
+        if lo is None or hi is None or lo.size != tr.size or hi.size != tr.size:
+            hits.append(np.zeros(tr.size))
+        else:
+            hits.append(((lo <= tr) & (tr <= hi)).astype(float))
+    if not hits or len({h.size for h in hits}) != 1:
+        return -1, math.nan
+    per = np.mean(np.vstack(hits), axis=0)
+    k = int(np.argmin(per))
+    return k, float(per[k])
 
 
 def instance_coverage(intervals: pd.DataFrame, threshold: float = CONFIDENT_MISS_SE) -> pd.DataFrame:
@@ -963,7 +989,11 @@ def instance_coverage(intervals: pd.DataFrame, threshold: float = CONFIDENT_MISS
         and ``max_miss_se`` (the largest miss of a finite interval in
         non-private SEs; 0 when every finite interval covers, NaN when none
         is finite); ``se_exact`` (the non-private SEs were recovered exactly,
-        :func:`nonprivate_quantile`).
+        :func:`nonprivate_quantile`); ``worst_coordinate`` (0-based index of
+        the coordinate covered least often; -1 when the trials hold no
+        interval record) and ``coordinate_coverage`` (its coverage: an
+        instance's coverage averages its coordinates, and one coordinate can
+        miss far more often than the average shows).
     """
     return _instance_rows(_usable(trial_validity(intervals, threshold)))
 
@@ -973,12 +1003,15 @@ def _worst(per: pd.DataFrame) -> dict[str, Any]:
     p = per[np.isfinite(per["coverage"].to_numpy(dtype=float))]
     if p.empty:
         return {"worst_coverage": math.nan, "worst_instance": None, "worst_reference": math.nan,
-                "below_85": math.nan}
+                "below_85": math.nan, "coordinates_below_85": math.nan}
     o = p.assign(_diff=(p["coverage"] - p["reference"]).fillna(0.0)).sort_values(
         ["coverage", "_diff", "instance"], kind="stable").iloc[0]
     return {"worst_coverage": float(o["coverage"]), "worst_instance": str(o["instance"]),
             "worst_reference": float(o["reference"]),
-            "below_85": float(np.mean(p["coverage"].to_numpy(dtype=float) < INSTANCE_FLOOR - 1e-12))}
+            "below_85": float(np.mean(p["coverage"].to_numpy(dtype=float) < INSTANCE_FLOOR - 1e-12)),
+            "coordinates_below_85": (float(np.mean(np.nan_to_num(p["coordinate_coverage"].to_numpy(dtype=float),
+                                                                 nan=1.0) < INSTANCE_FLOOR - 1e-12))
+                                     if "coordinate_coverage" in p.columns else math.nan)}
 
 
 def coverage_table(intervals: pd.DataFrame, tolerance: float = COVERAGE_TOLERANCE) -> pd.DataFrame:
@@ -996,9 +1029,11 @@ def coverage_table(intervals: pd.DataFrame, tolerance: float = COVERAGE_TOLERANC
     coverage, ties to the lower coverage minus reference, and the
     non-private coverage on its trials), ``below_85`` (the share of the
     group's instances, unweighted, whose coverage is below
-    :data:`INSTANCE_FLOOR`) and ``confident_misses`` (the number of trials
-    with a confident miss, :func:`trial_validity`). On the ``non-private``
-    row they describe the non-private interval.
+    :data:`INSTANCE_FLOOR`), ``coordinates_below_85`` (the same share by
+    each instance's least-covered coordinate, ``coordinate_coverage``; NaN
+    on the ``non-private`` row) and ``confident_misses`` (the number of
+    trials with a confident miss, :func:`trial_validity`). On the
+    ``non-private`` row they describe the non-private interval.
 
     Returns
     -------

@@ -265,6 +265,12 @@ def test_the_confident_miss_rule():
     np.testing.assert_allclose(per.loc["a", "max_miss_se"], 11.0)
     assert per.loc["b", "infinite"] == pytest.approx(2 / 3) and per.loc["b", "failed"] == pytest.approx(1 / 3)
     assert per.loc["c", "coverage"] == pytest.approx(0.5) and per.loc["c", "coverage_all"] == 0.0
+    # the least-covered coordinate: c's second (1 of 3 trials) hides behind the instance's 0.5
+    assert per.loc["c", "worst_coordinate"] == 1 and per.loc["c", "coordinate_coverage"] == pytest.approx(1 / 3)
+    assert per.loc["d", "worst_coordinate"] == 1 and per.loc["d", "coordinate_coverage"] == 0.0
+    # a scalar's is the instance's; a failed trial (no interval) covers no coordinate
+    assert per.loc["a", "coordinate_coverage"] == pytest.approx(0.25)
+    assert per.loc["b", "coordinate_coverage"] == pytest.approx(1 / 3)
     assert list(per.index) == ["c", "d", "a", "b"]  # by task, then coverage: linreg; mean; sce 1/4, 1/3
     assert per.loc["a", "coverage_se"] == pytest.approx(math.sqrt(0.25 * 0.75 / 4))
     # the threshold is a parameter
@@ -273,6 +279,10 @@ def test_the_confident_miss_rule():
     sce = cov[(cov["task"] == "sce") & (cov["slice"] == "all") & (cov["algorithm"] == "m")].iloc[0]
     assert sce["worst_instance"] == "a" and sce["worst_coverage"] == pytest.approx(0.25)
     assert sce["below_85"] == pytest.approx(1.0) and sce["confident_misses"] == 2
+    lin = cov[(cov["task"] == "linreg") & (cov["slice"] == "all") & (cov["algorithm"] == "m")].iloc[0]
+    assert lin["below_85"] == lin["coordinates_below_85"] == pytest.approx(1.0)
+    assert math.isnan(cov[(cov["task"] == "linreg") & (cov["algorithm"] == "non-private")]
+                      ["coordinates_below_85"].iloc[0])
 
 
 def test_a_clustered_instance_without_the_study_se_gets_a_lower_bound():

@@ -286,11 +286,13 @@ def _instance_section(pc: pd.DataFrame, corpus: str, task: str, out: Path, explo
             "instance": r.instance, "href": _instance_page(r.instance) if link else None,
             "algorithm": r.algorithm, "coverage": f"{_pct(r.coverage)} ± {_pct(r.coverage_se)}",
             "all": _pct(r.coverage_all), "reference": _pct(r.reference),
+            "coord": "" if pd.isna(r.coordinate_coverage) else f"{_pct(r.coordinate_coverage)} (#{int(r.worst_coordinate)})",
             "difference": "" if pd.isna(r.difference) else f"{100 * r.difference:+.1f}",
             "width": _fmt(r.median_width_ratio), "infinite": _pct(r.infinite), "failed": _pct(r.failed),
             "misses": str(int(r.confident_misses)), "max_miss": _fmt(r.max_miss_se, 2) + ("" if r.se_exact or pd.isna(r.max_miss_se) else " *"),
             "trials": str(int(r.trials)),
-            "cls": "comparison" if not (r.coverage < INSTANCE_FLOOR - 1e-12 or r.confident_misses > 0) else "",
+            "cls": "comparison" if not (r.coverage < INSTANCE_FLOOR - 1e-12 or r.confident_misses > 0
+                                         or r.coordinate_coverage < INSTANCE_FLOOR - 1e-12) else "",
         } for r in g.itertuples(index=False)]
         low = int((g["coverage"] < INSTANCE_FLOOR - 1e-12).sum())
         tables.append({"eps": _eps(eps), "table_id": f"inst-{_safe(corpus)}-eps{_eps(eps)}", "rows": rows,
@@ -353,6 +355,7 @@ def _write_inference_pages(iv: pd.DataFrame, cov: pd.DataFrame, per: pd.DataFram
                         "difference": "" if r.algorithm == "non-private" else f"{100 * r.difference:+.1f}",
                         "width": _fmt(r.median_width_ratio), "infinite": _pct(r.infinite), "failed": _pct(r.failed),
                         "trials": str(int(r.trials)), "worst": _worst_cell(r), "below": _pct(r.below_85),
+                        "below_coord": _pct(r.coordinates_below_85),
                         "misses": "" if pd.isna(r.confident_misses) else str(int(r.confident_misses)),
                         "cls": "reference" if r.algorithm == "non-private" else ("ranked" if r.eligible else
                                                                                  "comparison"),
