@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 project = "dpstats"
 author = "dpstats developers"
 copyright = "2026, dpstats developers"
-release = "0.1.0"
+release = __import__("dpstats").__version__  # the one version string: dpstats/__init__.py
 
 extensions = [
     "myst_parser",

@@ -814,11 +814,11 @@ class FWLScore(Algorithm):
                                  "0-40 % with intervals narrower than the non-private ones); 0 turns it off"),
         "m_cell": Param(100, "ours: with absorb, absorbed levels are split into public random cells of about this "
                              "many rows (pairs grow as n m_cell / 2)"),
-        "absorb": Param(10, "ours, opt-in: absorb the largest treatment-coded categorical term with at least this "
-                           "many levels by within-group demeaning (fixed effects; exact by Frisch-Waugh-Lovell) "
-                           "instead of entering its dummies in the noisy Gram; 0 never (the default: clipping at "
-                           "the raw scale drowns the within variation of panels whose variance is mostly between "
-                           "groups; see the page)"),
+        "absorb": Param(10, "ours: absorb the largest treatment-coded categorical term with at least this many "
+                           "levels by within-group pair differences (fixed effects; exact by Frisch-Waugh-Lovell) "
+                           "instead of entering its dummies in the noisy Gram, where clipping at the raw scale "
+                           "drowns the within variation of panels whose variance is mostly between groups (see "
+                           "the page); 0 never"),
         "tail_share": Param(0.0, "ours: share of the stage-2 budget for the count of rows far beyond the clips "
                                  "(interval path only; 0: no check, the point release)"),
         "clip_free_max": Param(math.inf, "ours: a public 0/1 regressor or outcome is left unclipped only when its "
