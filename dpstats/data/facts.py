@@ -37,6 +37,10 @@ class PublicFacts:
         Whether the instance has analytic weights. Algorithms then see rows
         scaled by sqrt(weight), for which no column range is public, so
         ``bounds`` is empty for weighted instances.
+    cluster : str or None
+        The variable whose values are the sampling clusters (the study's
+        clustered standard errors, or the API's ``cluster=``); ``None`` for
+        independent rows. Public: a fact of the design, not of the data.
     """
 
     instance: str
@@ -52,6 +56,7 @@ class PublicFacts:
     dummies: tuple[str, ...] = ()
     intercept: bool = False
     weighted: bool = False
+    cluster: str | None = None
 
     def column_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Arrays ``(lo, hi)`` over ``columns``; ``-inf``/``inf`` where no public bound is known."""
@@ -71,6 +76,7 @@ class PublicFacts:
             "columns": list(self.columns), "outcome": self.outcome, "coefficient": self.coefficient,
             "coef_index": self.coef_index, "bounds": {k: list(v) for k, v in self.bounds.items()},
             "dummies": list(self.dummies), "intercept": self.intercept, "weighted": self.weighted,
+            **({"cluster": self.cluster} if self.cluster is not None else {}),
         }
 
 

@@ -388,6 +388,7 @@ def _build_regression(spec: InstanceSpec, data: pd.DataFrame, fixed_levels: froz
         instance=spec.id, study=spec.study, task=spec.task, n=n, d=d, columns=tuple(names), outcome=outcome,
         coefficient=spec.coefficient, coef_index=coef_index, bounds=bounds,
         dummies=tuple(names[j] for j in sorted(dummy_cols)), intercept=intercept, weighted=bool(spec.weights),
+        cluster=cluster_col,
     )
     oob = _out_of_bounds(np.column_stack([X, y]), tuple(names) + (outcome,), bounds)
     return Instance(
