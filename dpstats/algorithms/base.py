@@ -191,6 +191,9 @@ class Algorithm(Configurable, ABC):
     interval_params : mapping of str to object
         The hyperparameters, on top of :attr:`defaults`, with which the method
         releases its interval (the API's and the coverage benchmark's).
+    cluster_intervals : bool
+        Whether the method can give a cluster-robust interval when
+        ``facts.cluster`` names the sampling clusters (the API's ``cluster=``).
     opt_in : bool
         Not listed by :func:`~dpstats.algorithms.list_algorithms` unless asked
         for (slow or heavy methods); run by name.
@@ -206,6 +209,7 @@ class Algorithm(Configurable, ABC):
     public_details: ClassVar[Mapping[str, str]] = {}
     intervals: ClassVar[bool] = False
     interval_params: ClassVar[Mapping[str, Any]] = {}
+    cluster_intervals: ClassVar[bool] = False
     opt_in: ClassVar[bool] = False
 
     @classmethod

@@ -90,6 +90,18 @@ class WithinCells:
     K: int
     levels: int
     n: int  #: public: rows of the design
+    #: the absorbed level (0 .. levels - 1, as :func:`group_ids`) of each cell (private: which rows it holds)
+    cell_levels: tuple[int, ...] = ()
+
+    def by_level_group(self, J: int) -> list["WithinCells"]:
+        """The cells split into ``J`` groups of levels, level ``l`` in group ``l mod J`` (a public rule on levels).
+
+        Every pair of a cell lies within one level, so the weighted pair sums of
+        the groups add up to the whole; a row moves between at most two of them.
+        """
+        return [WithinCells(cells=tuple(c for c, lv in zip(self.cells, self.cell_levels) if lv % J == g), K=self.K,
+                            levels=self.levels, n=self.n,
+                            cell_levels=tuple(lv for lv in self.cell_levels if lv % J == g)) for g in range(J)]
 
     def pairs(self, chunk: int = 1 << 20) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Chunks ``(i, j, w)`` of all within-cell pairs ``i < j`` and their weights ``1 / n_cell``."""
@@ -182,7 +194,8 @@ def within_cells(groups: np.ndarray, levels: int, rng: np.random.Generator, m_ce
     order = np.argsort(cell, kind="stable")
     bounds = np.flatnonzero(np.diff(cell[order])) + 1
     cells = tuple(c for c in np.split(order, bounds) if c.size >= 2)
-    return WithinCells(cells=cells, K=K, levels=levels, n=n)
+    return WithinCells(cells=cells, K=K, levels=levels, n=n,
+                       cell_levels=tuple(int(groups[c[0]]) for c in cells))
 
 
 def private_pair_quantile(

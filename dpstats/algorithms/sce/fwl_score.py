@@ -494,6 +494,7 @@ def fwl_score_release(
     absorb: int = 0,
     m_cell: int = 100,
     clip_free_max: float = math.inf,
+    cluster_groups: int = 0,
 ) -> tuple[float, dict]:
     """Run both stages, spending the accountant's whole budget.
 
@@ -514,7 +515,8 @@ def fwl_score_release(
     n = X.shape[0]
     rho = acc.rho
     controls, icpt = _design_columns(facts, X.shape[1])
-    n_absorbed = len(absorbed_block(facts, controls, absorb)) if icpt is not None else 0
+    block = absorbed_block(facts, controls, absorb) if icpt is not None else []
+    n_absorbed = len(block)
     d_eff = X.shape[1] - n_absorbed  # public: the design's columns
     # few controls: the nuisance has few parameters and needs less of the budget (public rule on d)
     g_share = gram_share * min(1.0, (d_eff - 1) / gram_full_d) if gram_full_d > 0 else gram_share
@@ -569,14 +571,34 @@ def fwl_score_release(
     rho_Q = se_share * rho_2
     rho_T = t_share * (rho_2 - rho_Q)
     rho_S = rho_2 - rho_Q - rho_T
+    # clustered sampling on the absorbed fixed effect (public: names): the interval is a delete-a-group
+    # jackknife over J groups of levels, from the stage-2 sums released per group; R is not needed, so its
+    # budget goes to S (see group_jackknife)
+    # J groups of levels, each non-empty (levels >= J; public: the design's columns)
+    J = min(int(cluster_groups), n_absorbed + 1) if (se_share > 0 and within and clustered_on(facts, block)) else 0
+    if J:
+        rho_S, rho_Q = rho_S + rho_Q, 0.0
     sig_S = k_S * C_u * C_v / math.sqrt(2.0 * rho_S)
     sig_T = k_T * C_u**2 / math.sqrt(2.0 * rho_T)
+    S_k = T_k = None
     if within:
         def _sums(i: np.ndarray, m: np.ndarray) -> np.ndarray:
             du = np.clip(u[i] - u[m], -C_u, C_u)
             dv = np.clip(v[i] - v[m], -C_v, C_v)
             return np.vstack([du * dv, du * du, dv * dv])
 
+    if within and J:
+        # a replacement moves at most two groups' sums (its old and its new cell), by at most 1.5 F each
+        # (F the bound on a term) or one group's by 2 F: the vector's L2 change is within the scalar's bound
+        parts = np.array([g.weighted_sums(_sums) if g.cells else np.zeros(3) for g in cells.by_level_group(J)])
+        S_k = acc.gaussian("Gaussian group sums of clip(u) clip(v)", parts[:, 0], sensitivity=k_S * C_u * C_v,
+                           sigma=sig_S, rng=rng, note=f"within pairs, {J} groups of levels (level mod {J})")
+        T_k = acc.gaussian("Gaussian group sums of clip(u)^2", parts[:, 1], sensitivity=k_T * C_u**2, sigma=sig_T,
+                           rng=rng, note=f"within pairs, {J} groups of levels (level mod {J})")
+        S, T_raw = float(np.sum(S_k)), float(np.sum(T_k))
+        # the noise of the totals (post-processing: J independent draws)
+        sig_S, sig_T = sig_S * math.sqrt(J), sig_T * math.sqrt(J)
+    elif within:
         # one pass over the pairs for S, T and the residual sum of squares R (released below, with the interval)
         S_val, T_val, R_val = cells.weighted_sums(_sums)
         S = acc.gaussian("Gaussian sum of clip(u) clip(v)", float(S_val), sensitivity=k_S * C_u * C_v, sigma=sig_S,
@@ -611,10 +633,14 @@ def fwl_score_release(
     elif raw != 0.0 and est == 0.0:
         fallback = "shrunk to 0: the estimate is within one privacy-noise standard deviation of 0"
     extra: dict = {}
-    if rho_Q > 0:
+    if rho_Q > 0 or J:
         Tr = max(T_raw, sig_T)
         interval_df = None
-        if not within:
+        if J:
+            assert S_k is not None and T_k is not None
+            V_J = group_jackknife(theta0, S_k, T_k, sig_T / math.sqrt(J))
+            interval_df = float(J - 1)
+        elif not within:
             sig_Q = (C_u * C_v) ** 2 / math.sqrt(2.0 * rho_Q)
             Q = acc.gaussian("Gaussian sum of clip(u)^2 clip(v)^2", float(np.sum((uc * vc) ** 2)),
                              sensitivity=(C_u * C_v) ** 2, sigma=sig_Q, rng=rng,
@@ -634,9 +660,16 @@ def fwl_score_release(
         theta_r = theta0 + S / Tr
         nuis, dil = nuisance_spread(P, theta_r, Tr, rng)
         noise_r = math.sqrt(sig_S**2 + (S / Tr) ** 2 * sig_T**2) / Tr * abs(unit)
-        se = score_std_error(Q, sig_Q if not within else sig_Q_eff, T_raw, T_raw, sig_T,
-                             math.hypot(noise_r, nuis * abs(unit)), unit)
-        check = "ok" if math.isfinite(se) else "denominator is noise"
+        if J:
+            # the jackknife's spread holds the sampling error between clusters and the privacy noise of
+            # the group sums; the nuisance error is common to the groups and is added
+            se = math.hypot(math.sqrt(V_J), nuis) * abs(unit)
+            sig_Q = 0.0
+            check = "ok" if math.isfinite(se) else "denominator is noise"
+        else:
+            se = score_std_error(Q, sig_Q if not within else sig_Q_eff, T_raw, T_raw, sig_T,
+                                 math.hypot(noise_r, nuis * abs(unit)), unit)
+            check = "ok" if math.isfinite(se) else "denominator is noise"
         # regression dilution: sum u^2 holds the nuisance error dgamma' Z'Z dgamma besides the partialled
         # x, which attenuates S / T by R = (T - dilution) / T; the interval spans the attenuated and the
         # corrected estimate, and is infinite when R cannot be told from 0
@@ -672,7 +705,7 @@ def fwl_score_release(
         extra = {"std_error": se, "bias_bound": max(abs(raw_lo - est), abs(raw_hi - est)) + floor_bias,
                  "sigma_Q": sig_Q,
                  "reliability": reliab, "interval_check": check, "floored_directions": floored,
-                 "sampling_error": "classical, within the absorbed groups" if within else "HC0"}
+                 "sampling_error": sampling_error(facts, within, J)}
         if interval_df is not None:
             extra["interval_df"] = interval_df
     if fallback is not None:
@@ -683,6 +716,48 @@ def fwl_score_release(
         "B_u": B_u, "B_v": B_v, "sigma_S": sig_S, "sigma_T": sig_T, "private_columns": P.n_private,
         "absorbed_levels": P.absorbed_levels,
     }
+
+
+def clustered_on(facts, block: list[int]) -> bool:
+    """Whether the sampling clusters are the levels of the absorbed term (public: names only).
+
+    True when ``facts.cluster`` names the variable of the absorbed block
+    (columns ``C(<cluster>)[T.<level>]`` or ``C(<cluster>, ...)[T.<level>]``).
+    """
+    cl = getattr(facts, "cluster", None)
+    if not cl or not block:
+        return False
+    term = facts.columns[block[0]].split("[T.", 1)[0]
+    return term in (cl, f"C({cl})") or term.startswith(f"C({cl},")
+
+
+def sampling_error(facts, within: bool, J: int) -> str:
+    """What the interval's sampling part accounts for (public: the design's names and the method's settings)."""
+    if J:
+        return (f"cluster-robust: delete-a-group jackknife over {J} groups of the absorbed levels (clusters "
+                f"{facts.cluster})")
+    base = "classical, within the absorbed groups" if within else "HC0"
+    cl = getattr(facts, "cluster", None)
+    return base if not cl else f"{base}; not the clustering by {cl}"
+
+
+def group_jackknife(theta0: float, S_k: np.ndarray, T_k: np.ndarray, sig_T_k: float) -> float:
+    """Delete-a-group jackknife variance of ``theta0 + sum S_k / sum T_k`` (post-processing of the released sums).
+
+    With independent clusters the groups' sums are independent, so the
+    spread of the delete-one estimates holds both the sampling error between
+    clusters and the privacy noise of the sums; the interval uses
+    ``t(J - 1)``. ``inf`` with fewer than three groups, or when a
+    denominator lies within three noise sd of 0.
+    """
+    S_k, T_k = np.asarray(S_k, dtype=float), np.asarray(T_k, dtype=float)
+    J = S_k.size
+    S, T = float(S_k.sum()), float(T_k.sum())
+    den = T - T_k
+    if J < 3 or np.any(den <= 3.0 * sig_T_k * math.sqrt(J - 1)):
+        return math.inf
+    th = theta0 + (S - S_k) / den
+    return (J - 1) / J * float(np.sum((th - th.mean()) ** 2))
 
 
 def _floor_sensitivity(P: Partialled) -> float:
@@ -824,6 +899,9 @@ class FWLScore(Algorithm):
         "clip_free_max": Param(math.inf, "ours: a public 0/1 regressor or outcome is left unclipped only when its "
                                     "residual's public bound is at most this many standardised units; a wider one "
                                     "(wide declared ranges of the controls) gets a private clip, capped by it"),
+        "cluster_groups": Param(8, "ours: with clustered sampling on the absorbed fixed effect (facts.cluster), the "
+                                   "interval is a delete-a-group jackknife over this many groups of levels (level "
+                                   "mod J), t(J - 1); interval path only"),
         "tail_u": Param(4.0, "ours: a row is far beyond the clip of u when |u| > tail_u C_u"),
         "tail_v": Param(2.0, "ours: ... of v when |v| > tail_v C_v"),
         "tail_frac": Param(0.01, "ours: an infinite interval when the noisy count of rows far beyond a clip exceeds "
@@ -833,6 +911,7 @@ class FWLScore(Algorithm):
     }
     #: the method gives a standard error and an interval with these hyperparameters (the API's default)
     intervals = True
+    cluster_intervals = True
     interval_params = {"se_share": 0.1, "shrink": 0.0, "c_v": 2.0, "tail_share": 0.05, "clip_free_max": 4.0}
     public_details = {
         **FWL_SCORE_DETAILS,
@@ -843,8 +922,9 @@ class FWLScore(Algorithm):
         "floored_directions": "paid statistic: eigenvalues of the controls' block of the `Gaussian Gram of (1, "
                               "controls, x, y)` (or the `Gaussian within pair scatter of (controls, x, y)`) below "
                               "the public floor ridge * sigma_gram * sqrt(p + 1)",
-        "sampling_error": "public fact: the kind of sampling error the interval accounts for (HC0, or classical "
-                          "within the absorbed groups), set by the design's column names",
+        "sampling_error": "public fact: the kind of sampling error the interval accounts for (HC0, classical "
+                          "within the absorbed groups, or cluster-robust by a group jackknife), set by the design's "
+                          "column names, facts.cluster and the hyperparameters",
         "fallback": "paid statistic: why the release is 0 rather than an estimate (a failed standardisation, from "
                     "`grid quantile (row norm)`, `grid quantile |u|` and the `Gaussian Gram of (1, controls, x, y)`; "
                     "or shrinkage of theta0 + S / T from `Gaussian sum of clip(u) clip(v)`, `Gaussian sum of clip(u)^2`)",

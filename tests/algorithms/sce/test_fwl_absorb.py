@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -43,12 +44,14 @@ def corpus():
 
 
 def _run(corpus, iid, eps, seed, rng=None, **params):
+    """The interval release, with the design's clusters ignored (their jackknife: test_cluster_jackknife.py)."""
     cls = get("sce", "fwl_score")
     inst = corpus.instance(iid)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return cls(**{**cls.interval_params, **params}).run(
-            inst.task_data(), inst.facts, eps, DELTA, rng if rng is not None else np.random.default_rng(seed))
+            inst.task_data(), replace(inst.facts, cluster=None), eps, DELTA,
+            rng if rng is not None else np.random.default_rng(seed))
 
 
 def test_absorbed_block_is_the_largest_treatment_coded_term(corpus):
