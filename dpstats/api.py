@@ -391,11 +391,17 @@ class PrivateResult:
                       bias_bound=None if self.bias_bound is None else np.atleast_1d(np.asarray(self.bias_bound, dtype=float)))
         return rel.conf_int(float(level))
 
+    def _cluster_robust(self) -> bool:
+        return bool(self.sampling_error) and str(self.sampling_error).startswith("cluster-robust")
+
     def _classical_within(self) -> bool:
         return bool(self.sampling_error) and str(self.sampling_error).startswith("classical")
 
     def _covers(self) -> str:
         """What the interval covers, in words (per release where the method reports it)."""
+        if self._cluster_robust():
+            return ("cluster-robust sampling error (a delete-a-group jackknife over groups of the clusters, "
+                    "t quantile) and the privacy noise; not clipping bias")
         if self._classical_within():
             return _COVERS_WITHIN
         return _COVERS.get(self.method, "sampling error and privacy noise")
@@ -733,7 +739,9 @@ class PrivateResult:
             para = (f"The standard error and the confidence interval are for the population {what}, not for the "
                     f"non-private estimate on these rows: they cover {self._covers()}. "
                     "They are computed from the released statistics and the public facts only, within the same budget.")
-            if self.task != "mean" and self._robust():
+            if self._cluster_robust():
+                pass
+            elif self.task != "mean" and self._robust():
                 para += (" If the study reports clustered standard errors, this interval does not account for "
                          "clustering and may be too narrow.")
             elif self.task != "mean":
@@ -1064,9 +1072,11 @@ def _check_params(task: str, name: str, cls: type, params: Mapping[str, Any]) ->
                 f"the interval of {name} assumes independent rows" if cls.intervals else
                 f"{name} gives no interval")
         raise ValueError(
-            f"cluster: cluster-robust private intervals are not offered. Instead, {what}. With clustered data "
+            f"cluster: {name} has no cluster-robust private interval. Instead, {what}. With clustered data "
             "(rows that are not independent) the interval may be too narrow, and the privacy guarantee protects "
-            "one row, not a whole cluster. Remove cluster= to run it.")
+            "one row, not a whole cluster. For one coefficient, private_coef's default method (fwl_score) gives "
+            "one when the clusters are a fixed effect of the formula (cluster='state' with C(state)); otherwise "
+            "remove cluster= to run it.")
     defaults = getattr(cls, "defaults", {})
     unknown = sorted(k for k in params if k not in defaults)
     if unknown:
@@ -1134,6 +1144,11 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
     declared = _check_levels(levels)
     df = _check_data(data)
     name, cls = _method_class(task, method, inference is not False)
+    cluster = params.pop("cluster", None) if (task == "sce" and cls.cluster_intervals) else None
+    if cluster is not None and not (isinstance(cluster, str) and cluster):
+        raise TypeError(f"cluster must be the name of a column, got {cluster!r}")
+    if cluster is not None and inference is False:
+        raise ValueError("cluster: a cluster-robust interval needs inference; remove cluster= or inference=False")
     _check_params(task, name, cls, params)
     _check_delta(task, name, method is None, dlt)
     if inference is None:  # the default: an interval whenever the method gives one
@@ -1191,7 +1206,8 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
         levels_from_data = tuple(sorted(cat_vars - set(declared)))
         fixed = frozenset(declared)
         spec = InstanceSpec(id="data", study="data", task=task, dataset="data", manifest=_SOURCE,
-                            formula=formula, coefficient=coef, bounds=spec_bounds)
+                            formula=formula, coefficient=coef, bounds=spec_bounds,
+                            **({"se": f"cluster:{cluster}"} if cluster is not None else {}))
         model = formula
     if unused:
         warnings.warn(f"levels: {unused} name(s) no categorical variable of the model; not used",
@@ -1208,6 +1224,9 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
     try:
         inst = build_instance(spec, df, fixed_levels=fixed)
     except CorpusError as exc:
+        if exc.field == "se":
+            raise ValueError(f"cluster: {cluster!r} is not a column of data (give the column whose values are "
+                             "the clusters)") from None
         err = _user_error(exc)
         if exc.field == "coefficient" and coef in df.columns and _is_text(df[coef]):
             err = ValueError(f"{err} ({coef!r} holds strings (dtype {df[coef].dtype}), so the formula treats it as "
@@ -1241,6 +1260,13 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
     tiny = _too_few_rows(inst.n, k, eps)
     out: Release | Decline = Decline(reason=tiny) if tiny else algo.run(inst.task_data(), facts, eps, dlt, rng)
     released = isinstance(out, Release)
+    if cluster is not None and released and not str(out.details.get("sampling_error", "")).startswith("cluster-robust"):
+        # a public fact (the design's names and the method's settings): the interval would ignore the clusters
+        raise ValueError(
+            f"cluster: {name} gives a cluster-robust interval only when the clusters are the levels of the fixed "
+            f"effect it absorbs (a categorical term C({cluster}) of the formula with at least "
+            f"{params.get('absorb', cls.defaults['absorb'].value) if 'absorb' in cls.defaults else 10} levels); "
+            f"add C({cluster}) to the formula, or remove cluster= for an interval that assumes independent rows")
     se: Any = None
     bias: Any = None
     df = None
@@ -1351,9 +1377,14 @@ def private_coef(data: Any, formula: str, coef: str, epsilon: float, delta: floa
         without intervals is an error naming ``inference``. ``False``: a
         point release that spends the whole budget on the estimate.
     **params
-        Hyperparameters of the method. ``cluster=`` is refused: there are no
-        cluster-robust private intervals (the error says what the interval
-        covers instead).
+        Hyperparameters of the method, and ``cluster=``: the column whose
+        values are the sampling clusters. The default method (``fwl_score``)
+        then gives a cluster-robust interval (a delete-a-group jackknife over
+        groups of clusters, ``t`` quantile) when the clusters are the levels
+        of the fixed effect it absorbs: ``cluster="state"`` with ``C(state)``
+        in the formula. Otherwise, and for methods without such an interval,
+        ``cluster=`` is an error that says what the interval covers instead.
+        The privacy guarantee still protects one row, not a whole cluster.
 
     Returns
     -------
@@ -1377,7 +1408,8 @@ def private_coef(data: Any, formula: str, coef: str, epsilon: float, delta: floa
         method's hyperparameters).
     ValueError
         Bad ``epsilon``/``delta``/``seed``/``bounds``/``levels``, ``delta=0``
-        for a method that needs ``delta > 0``, ``cluster=``, a formula that
+        for a method that needs ``delta > 0``, ``cluster=`` where no
+        cluster-robust interval is offered, a formula that
         cannot be built, an outcome that is not numeric (a string column),
         a coefficient not in the design, infinite values, a constant
         regressor, fewer rows than columns, an unknown method, a value not

@@ -200,16 +200,24 @@ def test_rows_dropped_for_a_missing_value_are_reported(mroz: pd.DataFrame, worke
 
 
 def test_cluster_is_refused_with_what_the_interval_covers(workers: pd.DataFrame) -> None:
-    with pytest.raises(ValueError, match=r"^cluster: cluster-robust private intervals are not offered") as e:
-        private_coef(workers, FORMULA, coef="educ", epsilon=1.0, cluster="city")
+    """Where no cluster-robust interval is offered, cluster= says so, what the interval covers and what to do."""
+    # private_coef's default offers one only when the clusters are the absorbed fixed effect
+    with pytest.raises(ValueError, match=r"^cluster: fwl_score gives a cluster-robust interval only when the "
+                                         r"clusters are the levels of the fixed effect it absorbs") as e:
+        _quiet(private_coef, workers, FORMULA, coef="educ", epsilon=1.0, cluster="city", seed=0)
+    assert "add C(city) to the formula" in str(e.value)
+    with pytest.raises(ValueError, match=r"^cluster: adassp_std has no cluster-robust private interval") as e:
+        private_coef(workers, FORMULA, coef="educ", epsilon=1.0, cluster="city", method="adassp_std")
     msg = str(e.value)
-    assert "HC0 sandwich" in msg and "absorbed fixed-effect levels (classical" in msg
-    assert "may be too narrow" in msg and "one row, not a whole cluster" in msg
-    assert "unknown hyperparameter" not in msg
-    with pytest.raises(ValueError, match=r"^cluster: .*clipped Newton score.*may be too narrow"):
+    assert "one row, not a whole cluster" in msg and "unknown hyperparameter" not in msg
+    with pytest.raises(ValueError, match=r"^cluster: dpnewton .*clipped Newton score.*may be too narrow"):
         private_ols(workers, FORMULA, epsilon=1.0, cluster=workers["city"])
     with pytest.raises(ValueError, match=r"^cluster: .*sampling error of the mean of independent rows"):
         private_mean(workers, ["educ"], epsilon=1.0, cluster=None)
+    with pytest.raises(ValueError, match=r"^cluster: 'county' is not a column of data"):
+        private_coef(workers, FORMULA, coef="educ", epsilon=1.0, cluster="county")
+    with pytest.raises(TypeError, match=r"^cluster must be the name of a column"):
+        private_coef(workers, FORMULA, coef="educ", epsilon=1.0, cluster=workers["city"])
 
 
 def test_an_unknown_keyword_names_it_and_the_method_s_hyperparameters(workers: pd.DataFrame) -> None:
