@@ -47,7 +47,8 @@ def test_the_clustered_interval_is_the_jackknife_and_says_so(panel):
     assert plain.std_error < 0.6 * res.std_error
     # the ledger holds the group sums, and the budget is spent exactly once
     names = [e.mechanism for e in res.ledger]
-    assert "Gaussian group sums of clip(u) clip(v)" in names and "Gaussian sum of clip(u) clip(v)" not in names
+    assert "Gaussian sum of clip(u) clip(v), per group of levels" in names
+    assert "Gaussian sum of clip(u) clip(v)" not in names
 
 
 def test_cluster_needs_an_interval(panel):

@@ -450,10 +450,10 @@ FWL_SCORE_DETAILS = {
            "the private `grid median` locations and scales (inf without bounds)",
     "B_v": "paid statistic: largest |v| under the public bounds, given `Gaussian Gram of (1, controls, x, y)` and "
            "the private `grid median` locations and scales (inf without bounds)",
-    "sigma_S": "paid statistic: 2 C_u C_v / sqrt(2 rho_S) (3 C_u C_v with an absorbed fixed effect), from `grid "
-               "quantile |u` and `grid quantile |v` (or the bounds)",
-    "sigma_T": "paid statistic: C_u^2 / sqrt(2 rho_T) (1.5 C_u^2 with an absorbed fixed effect), from `grid "
-               "quantile |u` (or the bound B_u)",
+    "sigma_S": "paid statistic: 2 C_u C_v / sqrt(2 rho_S) (3 C_u C_v with an absorbed fixed effect; times sqrt(J) "
+               "for the total of J group sums), from `grid quantile |u` and `grid quantile |v` (or the bounds)",
+    "sigma_T": "paid statistic: C_u^2 / sqrt(2 rho_T) (1.5 C_u^2 with an absorbed fixed effect; times sqrt(J) for "
+               "the total of J group sums), from `grid quantile |u` (or the bound B_u)",
     "absorbed_levels": "public fact: levels of the categorical term absorbed (0: none), from the design's column "
                        "names",
     "private_columns": "public fact: number of columns standardised privately (those without public bounds)",
@@ -591,10 +591,12 @@ def fwl_score_release(
         # a replacement moves at most two groups' sums (its old and its new cell), by at most 1.5 F each
         # (F the bound on a term) or one group's by 2 F: the vector's L2 change is within the scalar's bound
         parts = np.array([g.weighted_sums(_sums) if g.cells else np.zeros(3) for g in cells.by_level_group(J)])
-        S_k = acc.gaussian("Gaussian group sums of clip(u) clip(v)", parts[:, 0], sensitivity=k_S * C_u * C_v,
-                           sigma=sig_S, rng=rng, note=f"within pairs, {J} groups of levels (level mod {J})")
-        T_k = acc.gaussian("Gaussian group sums of clip(u)^2", parts[:, 1], sensitivity=k_T * C_u**2, sigma=sig_T,
-                           rng=rng, note=f"within pairs, {J} groups of levels (level mod {J})")
+        S_k = acc.gaussian("Gaussian sum of clip(u) clip(v), per group of levels", parts[:, 0],
+                           sensitivity=k_S * C_u * C_v, sigma=sig_S, rng=rng,
+                           note=f"within pairs, {J} groups of levels (level mod {J})")
+        T_k = acc.gaussian("Gaussian sum of clip(u)^2, per group of levels", parts[:, 1],
+                           sensitivity=k_T * C_u**2, sigma=sig_T, rng=rng,
+                           note=f"within pairs, {J} groups of levels (level mod {J})")
         S, T_raw = float(np.sum(S_k)), float(np.sum(T_k))
         # the noise of the totals (post-processing: J independent draws)
         sig_S, sig_T = sig_S * math.sqrt(J), sig_T * math.sqrt(J)

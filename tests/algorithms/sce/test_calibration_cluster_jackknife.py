@@ -83,8 +83,8 @@ def test_the_release_draws_the_group_sums_at_their_sensitivities():
     # no scalar S, T or residual sum of squares: the group sums replace them
     assert not any(m in ent for m in ("Gaussian sum of clip(u) clip(v)", "Gaussian sum of clip(u)^2",
                                       "Gaussian sum of clip(v)^2"))
-    expected = {"Gaussian group sums of clip(u) clip(v)": 3 * d["C_u"] * d["C_v"],
-                "Gaussian group sums of clip(u)^2": 1.5 * d["C_u"] ** 2}
+    expected = {"Gaussian sum of clip(u) clip(v), per group of levels": 3 * d["C_u"] * d["C_v"],
+                "Gaussian sum of clip(u)^2, per group of levels": 1.5 * d["C_u"] ** 2}
     drawn = [dr for dr in rng.noise()]
     for mech, sens in expected.items():
         e = ent[mech]
@@ -94,7 +94,8 @@ def test_the_release_draws_the_group_sums_at_their_sensitivities():
         # one draw of J values at that scale
         assert any(math.isclose(dr.scale, sigma, rel_tol=1e-9) and dr.count == J for dr in drawn), (mech, sigma)
     # the totals' noise, reported, is sqrt(J) times the groups'
-    assert d["sigma_S"] == pytest.approx(math.sqrt(J) * ent["Gaussian group sums of clip(u) clip(v)"].scale)
+    per_group = ent["Gaussian sum of clip(u) clip(v), per group of levels"].scale
+    assert d["sigma_S"] == pytest.approx(math.sqrt(J) * per_group)
     assert out.df == J - 1 and np.isfinite(out.std_error[0])  # t(J - 1)
     assert sum(e.cost for e in out.ledger) == pytest.approx(zcdp_rho(1.0, DELTA), rel=1e-9)
 
