@@ -236,7 +236,7 @@ def test_fwl_score_unresolved_controls_make_the_interval_infinite(corpus, iid, e
     infinite ("unresolved controls") while the point release and the ledger stay exactly as with the check
     off. On card95_ols_full and bm04_call (few controls) the check stays quiet. The check belongs to the
     row-level path, run here with ``absorb=0``: by default the state effects of cigar_panel and guns_fe are
-    absorbed (tests/algorithms/sce/test_fwl_absorb.py).
+    absorbed (tests/algorithms/sce/test_calibration_fwl_absorb.py).
     """
     cls = get("sce", "fwl_score")
     inst = corpus.instance(iid)

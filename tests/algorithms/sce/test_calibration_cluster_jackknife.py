@@ -50,7 +50,7 @@ def test_group_sums_keep_the_scalar_sensitivities_and_add_up():
     Cu = Cv = 1.0
     L, Lp, m = 10.0, 1.0, 12
     sgn = np.tile([1.0, -1.0], m // 2)
-    # the adversarial panel of test_fwl_absorb: five levels, J = 2 groups (levels 0, 2, 4 and 1, 3)
+    # the adversarial panel of test_calibration_fwl_absorb: five levels, J = 2 groups (levels 0, 2, 4 and 1, 3)
     u = np.concatenate([[L], Lp * sgn[1:], Lp * sgn, 5.0 * np.arange(6), np.zeros(6), [5 * L], np.zeros(5)])
     v = np.concatenate([[-L], Lp * sgn[1:], -Lp * sgn, -5.0 * np.arange(6), np.zeros(12)])
     g = np.array([0] * m + [1] * m + [2] * 6 + [3] * 7 + [4] * 5)

@@ -190,6 +190,13 @@ def test_absorbed_release_draws_noise_at_the_pair_sensitivities(corpus, iid, eps
     assert len(meds) == d["private_columns"] and all(e.sensitivity == pytest.approx(2.25) for e in meds)
     assert pair_quantile_sensitivity(0.5) == pytest.approx(2.25)
     assert sum(e.cost for e in out.ledger) == pytest.approx(zcdp_rho(eps, DELTA), rel=1e-9)
+    # the within clipping quantiles split q_share of rho: the rest of stage 2 takes what remains, so only
+    # their own cost shows a doubled epsilon
+    qs = [e for e in out.ledger if e.mechanism.startswith("grid quantile |") and e.mechanism.endswith("within")]
+    if qs:
+        q_share = get("sce", "fwl_score").defaults["q_share"].value
+        assert sum(e.cost for e in qs) == pytest.approx(q_share * zcdp_rho(eps, DELTA), rel=1e-9)
+    assert iid != "grunfeld_fe" or len(qs) == 2
 
 
 def test_absorbed_release_recovers_ols_when_noise_vanishes(corpus):
