@@ -572,9 +572,8 @@ def fwl_score_release(
     rho_T = t_share * (rho_2 - rho_Q)
     rho_S = rho_2 - rho_Q - rho_T
     # clustered sampling on the absorbed fixed effect (public: names): the interval is a delete-a-group
-    # jackknife over J groups of levels, from the stage-2 sums released per group; R is not needed, so its
-    # budget goes to S (see group_jackknife)
-    # J groups of levels, each non-empty (levels >= J; public: the design's columns)
+    # jackknife over J groups of levels (each non-empty: J <= levels, public), from the stage-2 sums released
+    # per group; R is not needed, so its budget goes to S (see group_jackknife)
     J = min(int(cluster_groups), n_absorbed + 1) if (se_share > 0 and within and clustered_on(facts, block)) else 0
     if J:
         rho_S, rho_Q = rho_S + rho_Q, 0.0
