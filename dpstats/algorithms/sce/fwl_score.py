@@ -200,6 +200,9 @@ class Partialled:
     floored: int = 0
     #: smallest eigenvalue of the released controls' block before the floor (``inf`` without controls)
     min_ev: float = math.inf
+    #: widest public range of a privately scaled column, in units of its private scale (0: none bounded);
+    #: post-processing of the released scales and the public bounds (see :func:`bounded_range_scales`)
+    range_scales: float = 0.0
     free: tuple[int, ...] = ()
     #: the cells of the absorbed fixed effect (``None``: none absorbed). Private: used only inside the
     #: pair statistics of :mod:`~dpstats.algorithms.sce._within`, whose sensitivities let a row change its group.
@@ -342,6 +345,7 @@ def partial_out(
         public_x=bool(public[ix_c]), public_y=bool(public[iy_c]), Dx=float(Dx_f), row_bound=float(B),
         sigma_gram=float(sig_G), p=p, n_private=n_private, G=G, ia=tuple(ia), floor_ev=float(floor_ev),
         free=tuple(int(c) for c in np.flatnonzero(free)), floored=floored, min_ev=min_ev, over_clip=over_clip,
+        range_scales=bounded_range_scales(names, np.flatnonzero(free), scale, bounds),
     )
 
 
@@ -422,8 +426,27 @@ def _partial_out_within(
         public_x=bool(public[ix_c]), public_y=bool(public[iy_c]), Dx=float(Dx_f), row_bound=float(B),
         sigma_gram=float(sig_G), p=p, n_private=n_private, G=G, ia=tuple(ia), floor_ev=float(floor_ev),
         free=tuple(int(c) for c in np.flatnonzero(free)), floored=floored, min_ev=min_ev, cells=cells,
+        range_scales=bounded_range_scales(names, np.flatnonzero(free), scale, bounds),
         absorbed_levels=levels,
     )
+
+
+def bounded_range_scales(names: list[str], free, scale: np.ndarray, bounds: dict) -> float:
+    """Widest public range ``hi - lo`` of a privately scaled column over its private scale (0 when none is bounded).
+
+    Post-processing of the released scales and the public bounds. A private
+    scale far below the data's spread (an exponential mechanism that landed
+    in the empty cells below a sparse column's non-zero differences) puts the
+    column's non-zero values beyond ``col_clip``: the Gram sees them clipped,
+    the unclipped residuals do not, and with the row-norm clip the Gram's
+    mean square can still look sane.
+    """
+    out = 0.0
+    for c in free:
+        b = bounds.get(names[c])
+        if b is not None and np.isfinite(b[0]) and np.isfinite(b[1]) and b[1] > b[0]:
+            out = max(out, float((b[1] - b[0]) / scale[c]))
+    return out
 
 
 #: details taken from stage 1 (:func:`partial_out`) and why they are public
@@ -700,6 +723,10 @@ def fwl_score_release(
         if far is not None and far.count > tail_frac * n + 3.0 * far.sigma:
             se = math.inf
             check = "far beyond the clips" if check == "ok" else check
+        if P.range_scales > plaus_hi and scales_ok and not gram_failed:
+            # a bounded column whose public range spans more than plaus_hi private scales: its scale failed
+            se = math.inf
+            check = "failed standardisation (range)"
         if not scales_ok or gram_failed:
             se = math.inf
             check = "failed standardisation (scales)" if not scales_ok else "failed standardisation (Gram)"
@@ -931,7 +958,8 @@ class FWLScore(Algorithm):
                     "or shrinkage of theta0 + S / T from `Gaussian sum of clip(u) clip(v)`, `Gaussian sum of clip(u)^2`)",
         "interval_check": "paid statistic: which check made the interval infinite ('ok' when none did), a "
                           "function of `Gaussian sum of clip(u)^2`, the `Gaussian Gram of (1, controls, x, y)`, "
-                          "`grid quantile (row norm)`, `grid quantile |u|` and the `Gaussian count far beyond the clips`",
+                          "`grid quantile (row norm)`, `grid quantile |u|`, the `Gaussian count far beyond the clips` "
+                          "and the private scales (`grid median of non-zero pair differences`) against public bounds",
     }
 
     def _run(self, data, facts: PublicFacts, epsilon, delta, rng):

@@ -6,7 +6,9 @@ with the API's ``interval_params`` and ``default_rng(s)``, as
 covered its population coefficient on 6 of 20 draws at epsilon 1 when the
 outcome residual was clipped at its quantile (``c_v = 1``); abadie03_401k
 (heavy-tailed assets and income) gave intervals narrower than OLS's that
-missed on 3 of 10 draws at epsilon 3.
+missed on 3 of 10 draws at epsilon 3. grogger91 (a sparse bounded control
+whose private scale failed) released a finite interval 7.7 non-private SEs
+from its population coefficient at epsilon 1.
 """
 
 from __future__ import annotations
@@ -39,3 +41,21 @@ def test_abadie03_401k_heavy_tails_give_no_finite_miss():
     truth, ivs = _intervals("abadie03_401k", 3.0, range(4))
     assert all(check == "far beyond the clips" and math.isinf(hi - lo) for lo, hi, check in ivs)
     assert not any(math.isfinite(hi - lo) and not lo <= truth <= hi for lo, hi, _ in ivs)
+
+
+def test_grogger91_failed_sparse_scale_gives_no_finite_interval():
+    """Draw 6 at epsilon 1: ``ptime86`` (96 % zeros, bounds [0, 12]) got the private scale 6.4e-9.
+
+    Its range then spans about 2e9 scales (``failed standardisation (range)``): the interval must be
+    infinite. The control (the check off through ``plaus_hi``) is the finite interval [0.16, 0.70]
+    that misses the population value -0.15; the point release is the same either way.
+    """
+    truth, ivs = _intervals("grogger91", 1.0, [6])
+    lo, hi, check = ivs[0]
+    assert check == "failed standardisation (range)" and math.isinf(hi - lo)
+    _, off = _intervals("grogger91", 1.0, [6], plaus_hi=1e12)
+    lo_off, hi_off, check_off = off[0]
+    assert check_off == "ok" and math.isfinite(hi_off - lo_off) and not lo_off <= truth <= hi_off
+    (a,) = interval_releases("sce", "fwl_score", "grogger91", 1.0, [6])
+    (b,) = interval_releases("sce", "fwl_score", "grogger91", 1.0, [6], plaus_hi=1e12)
+    assert float(a.estimate[0]) == float(b.estimate[0])
