@@ -96,7 +96,10 @@ def test_bwght_no_finite_interval_misses_ols(ols_cigs):
     assert _misses(rel, ols_cigs) == []
     flagged = [r for r in rel if r.interval_check == "far beyond the clips"]
     assert flagged and all(r.uninformative and "far beyond" in r.uninformative_reason for r in flagged)
-    # the control: the count at no power (a budget share so small that its noise hides any count)
-    blind = _bwght_releases(seeds, tail_share=1e-12)
+    # the control: the count at no power (a budget share so small that its noise hides any count) and the
+    # range check off (plaus_hi), which also catches these failed scales of the bounded cigs
+    blind = _bwght_releases(seeds, tail_share=1e-12, plaus_hi=1e12)
     wrong = _misses(blind, ols_cigs)
     assert len(wrong) >= 3 and all(abs(r.estimate) > 10 for r in wrong)
+    # the range check alone (the count blind) leaves no finite miss either
+    assert _misses(_bwght_releases(seeds, tail_share=1e-12), ols_cigs) == []
