@@ -723,8 +723,9 @@ def fwl_score_release(
         if far is not None and far.count > tail_frac * n + 3.0 * far.sigma:
             se = math.inf
             check = "far beyond the clips" if check == "ok" else check
-        if P.range_scales > plaus_hi and scales_ok and not gram_failed:
+        if P.range_scales > plaus_hi:
             # a bounded column whose public range spans more than plaus_hi private scales: its scale failed
+            # (a failed scale or Gram check below overrides the label)
             se = math.inf
             check = "failed standardisation (range)"
         if not scales_ok or gram_failed:
@@ -903,7 +904,8 @@ class FWLScore(Algorithm):
         "ridge": Param(4.0, "eigenvalue floor of the noisy control Gram in units of sigma sqrt(p+1) (tuned: 0.5-8 tried)"),
         "use_bounds": Param(False, "scale bounded columns by their public range instead of privately (worse on the public corpus)"),
         "plaus_lo": Param(1e-3, "release 0 when the row bound / sqrt(p) or the |u| clip falls below this (failed scales; our choice)"),
-        "plaus_hi": Param(1e3, "... or above this (our choice)"),
+        "plaus_hi": Param(1e3, "... or above this; also an infinite interval when a bounded column's public range "
+                                 "spans more than this many private scales (our choice)"),
         "gram_full_d": Param(4.0, "the Gram share is scaled by min(1, (d - 1) / gram_full_d): small d needs less (tuned)"),
         "shrink": Param(1.0, "positive-part shrinkage of the estimate towards 0 by its noise z-score (our choice)"),
         "q_row_max": Param(0.9, "the Gram row bound is at most the 0.9 quantile of row norms (our choice)"),
