@@ -21,7 +21,7 @@ WHAT = {
     "cli": "the dpstats command: one module per command (COMMANDS)",
     "api": "private_coef, private_ols, private_mean",
     "audit": "privacy audits",
-    "bench": "trial, runner, store, evaluation, metrics, tuning, report, synth/",
+    "bench": "model, trial, scoring, inference, runner, store, evaluation, metrics, tuning, report, synth/",
     "algorithms": "registry (BUILTIN_MODULES), base contract, sce/ linreg/ mean/, tuned",
     "synth": "synthesizers: schema, discretisers, pipeline, mechanisms (SYNTHESIZERS)",
     "ols": "covariance, non-private baselines, verify, R engine",
@@ -38,7 +38,7 @@ FLOW = (
     ("baseline", "ols.baseline"),
     ("algorithm", "algorithms"),
     ("trial", "bench.trial"),
-    ("score", "bench.metrics"),
+    ("score", "bench.scoring"),
     ("profile", "bench.evaluation"),
     ("leaderboard", "bench.report"),
 )

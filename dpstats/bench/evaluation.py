@@ -80,7 +80,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from dpstats.bench.trial import STATUSES
+from dpstats.bench.model import STATUSES
 from dpstats.data.manifest import TASKS
 
 __all__ = [

@@ -93,6 +93,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpstats.bench.model import MAX_MESSAGE, Problem, TrialKind, describe_exception, open_corpus
+from dpstats.bench.scoring import score
+
 __all__ = [
     "LEVEL",
     "RESAMPLE_KEY",
@@ -108,6 +111,7 @@ __all__ = [
     "interval_outcome",
     "load_inference_problem",
     "run_inference_trial",
+    "COVERAGE_TRIAL",
     "coverage_table",
     "forest_summary",
     "CONFIDENT_MISS_SE",
@@ -519,7 +523,7 @@ class InferenceProblem:
 
     instance: Any  # Instance
     truth: np.ndarray
-    problem: Any  # dpstats.bench.trial.Problem of all rows (its info() describes the instance)
+    problem: Any  # dpstats.bench.model.Problem of all rows (its info() describes the instance)
     study_low: np.ndarray
     study_high: np.ndarray
 
@@ -534,15 +538,10 @@ def load_inference_problem(corpus: str, instance: str) -> InferenceProblem:
     """Load an instance for coverage trials once per process."""
     from pathlib import Path
 
-    from dpstats.bench.trial import _CORPORA, Problem
-    from dpstats.data.corpus import Corpus
-
     root = str(Path(corpus).resolve())
     key = (root, instance)
     if key not in _INFERENCE:
-        if root not in _CORPORA:
-            _CORPORA[root] = Corpus(root)
-        inst = _CORPORA[root].instance(instance)
+        inst = open_corpus(root).instance(instance)  # the corpus cache of point trials, shared
         problem = Problem.from_instance(inst)
         _INFERENCE[key] = inference_problem(inst, problem)
     return _INFERENCE[key]
@@ -550,8 +549,6 @@ def load_inference_problem(corpus: str, instance: str) -> InferenceProblem:
 
 def inference_problem(instance: Any, problem: Any = None) -> InferenceProblem:
     """An :class:`InferenceProblem` of an instance (``problem``: its full-data trial problem, if built)."""
-    from dpstats.bench.trial import Problem
-
     problem = problem if problem is not None else Problem.from_instance(instance)
     _, lo, hi = nonprivate_interval(instance)
     return InferenceProblem(instance, population_truth(instance, problem.baseline), problem, lo, hi)
@@ -576,13 +573,12 @@ def run_inference_trial(algo_cls: type, ip: InferenceProblem, algorithm: Any, ep
                         seed: int, secure: bool = False) -> Any:
     """One coverage trial, in this process: draw, release, both intervals, scored.
 
-    Returns a :class:`~dpstats.bench.trial.TrialResult` whose ``interval``
+    Returns a :class:`~dpstats.bench.model.TrialResult` whose ``interval``
     holds the trial's interval record (the fields of
     :data:`INTERVAL_COLUMNS` that a point trial lacks); ``n`` and ``d`` are
     the instance's (for the slices), the draw's size is ``interval["n_draw"]``.
     """
     from dpstats.algorithms.base import Decline, Release
-    from dpstats.bench.trial import MAX_MESSAGE, Problem, _describe, score
 
     base = ip.problem
     rec: dict[str, Any] = {"level": LEVEL, "se_type": base.baseline.se_type if base.task == "sce" else
@@ -593,8 +589,8 @@ def run_inference_trial(algo_cls: type, ip: InferenceProblem, algorithm: Any, ep
         np_est, np_lo, np_hi = nonprivate_interval(draw)
         problem = Problem.from_instance(draw)
     except Exception as exc:  # noqa: BLE001 - a failed draw is a failed trial, kept with its cause
-        res = score(base, algorithm, epsilon, delta, seed, "error", f"{RESAMPLE_FAILED} {_describe(exc)}", None,
-                    0.0, 0.0)
+        res = score(base, algorithm, epsilon, delta, seed, "error", f"{RESAMPLE_FAILED} {describe_exception(exc)}",
+                    None, 0.0, 0.0)
         return replace(res, interval={**rec, "n_draw": None, "covered": 0.0, "np_covered": math.nan,
                                       "width_ratio": math.inf})
     rec.update(n_draw=int(draw.X.shape[0]), np_estimate=_jl(np_est), np_low=_jl(np_lo), np_high=_jl(np_hi))
@@ -610,9 +606,9 @@ def run_inference_trial(algo_cls: type, ip: InferenceProblem, algorithm: Any, ep
     try:
         out = algo_cls(**interval_params(algo_cls)).run(problem.data, problem.facts, epsilon, delta, rng)
     except MemoryError as exc:
-        kind, message, out = "memory", _describe(exc), None
+        kind, message, out = "memory", describe_exception(exc), None
     except BaseException as exc:  # noqa: BLE001 - any failure of the algorithm is a result
-        kind, message, out = "error", _describe(exc), None
+        kind, message, out = "error", describe_exception(exc), None
     seconds = time.perf_counter() - t0
     if out is not None:
         if isinstance(out, Decline):
@@ -623,7 +619,7 @@ def run_inference_trial(algo_cls: type, ip: InferenceProblem, algorithm: Any, ep
             try:
                 est = np.asarray(out.estimate, dtype=float).reshape(-1)
             except (TypeError, ValueError) as exc:
-                kind, message = "error", f"estimate is not numeric: {_describe(exc)}"
+                kind, message = "error", f"estimate is not numeric: {describe_exception(exc)}"
             if kind == "released" and est is not None and est.size != problem.expected_size:
                 kind, message = "error", f"estimate has shape {est.shape}, expected ({problem.expected_size},)"
             elif kind == "released" and est is not None and not np.all(np.isfinite(est)):
@@ -638,7 +634,8 @@ def run_inference_trial(algo_cls: type, ip: InferenceProblem, algorithm: Any, ep
                     if lo.size != est.size or hi.size != est.size or np.any(np.isnan(lo)) or np.any(np.isnan(hi)):
                         raise ValueError(f"interval of shape {lo.shape} with NaN ends or the wrong size")
                 except Exception as exc:  # noqa: BLE001
-                    kind, message, lo, hi = "error", f"no interval: conf_int failed: {_describe(exc)}", None, None
+                    kind, message = "error", f"no interval: conf_int failed: {describe_exception(exc)}"
+                    lo = hi = None
     res = score(problem, algorithm, epsilon, delta, seed, kind, message, est, seconds, 0.0)
     if kind == "declined":
         lo = np.full(len(ip.truth), -np.inf)
@@ -652,6 +649,12 @@ def run_inference_trial(algo_cls: type, ip: InferenceProblem, algorithm: Any, ep
     rec.update(low=_jl(lo), high=_jl(hi), covered=covered, np_covered=np_covered, width_ratio=ratio)
     # slices by the instance's n and d, not the draw's
     return replace(res, n=int(base.n), d=int(base.d), interval=rec)
+
+
+#: the coverage trial as a kind of trial of the benchmark's workers: a job with ``kind=COVERAGE_TRIAL``
+#: (:func:`dpstats.bench.runner.make_plan` with ``inference=True``) has its worker load the instance with
+#: :func:`load_inference_problem` and run each trial with :func:`run_inference_trial`
+COVERAGE_TRIAL = TrialKind("coverage", load_inference_problem, run_inference_trial)
 
 
 # --------------------------------------------------------------------------

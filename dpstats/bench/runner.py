@@ -71,15 +71,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from dpstats.bench.model import STATUSES, AlgorithmRef, TrialResult
 from dpstats.bench.store import Store
 from dpstats.bench.trial import (
     DEFAULT_MEMORY_MB,
     DEFAULT_TIME_LIMIT,
-    STATUSES,
-    AlgorithmRef,
     Job,
     Limits,
-    TrialResult,
     WorkerPool,
     run_job_isolated,
 )
@@ -388,8 +386,14 @@ def make_plan(corpus: Corpus, algorithms: Sequence[Selected], instances: Sequenc
 
     Jobs are ordered by instance (corpus order), then algorithm, then epsilon;
     ``secure`` marks every job secure (:attr:`dpstats.bench.trial.Job.secure`),
-    ``inference`` makes them coverage jobs (:attr:`dpstats.bench.trial.Job.inference`).
+    ``inference`` makes them coverage jobs (:attr:`dpstats.bench.trial.Job.kind` is
+    :data:`dpstats.bench.inference.COVERAGE_TRIAL`).
     """
+    kind = None
+    if inference:
+        from dpstats.bench.inference import COVERAGE_TRIAL
+
+        kind = COVERAGE_TRIAL
     stored = stored or set()
     root = str(corpus.root.resolve())
     jobs: list[Job] = []
@@ -411,8 +415,7 @@ def make_plan(corpus: Corpus, algorithms: Sequence[Selected], instances: Sequenc
                     else:
                         todo.append((float(eps), float(delta), seed))
                 if todo:
-                    jobs.append(Job(sel.ref, root, spec.id, tuple(todo), secure=bool(secure),
-                                    inference=bool(inference)))
+                    jobs.append(Job(sel.ref, root, spec.id, tuple(todo), secure=bool(secure), kind=kind))
     return Plan(corpus, list(algorithms), list(instances), tuple(float(e) for e in epsilons), float(delta), trials,
                 jobs, planned, skipped)
 

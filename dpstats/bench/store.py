@@ -45,7 +45,7 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-from dpstats.bench.trial import STATUSES, TrialResult
+from dpstats.bench.model import STATUSES, TrialResult
 
 __all__ = [
     "SCHEMA_VERSION",

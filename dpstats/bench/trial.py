@@ -108,44 +108,54 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 import warnings
 from collections import Counter, deque
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+# the data model lives in dpstats.bench.model and the scoring in dpstats.bench.scoring (below this module in
+# the bench layers); their names stay importable from here, where they were first defined
+from dpstats.bench.model import _CORPORA as _CORPORA
+from dpstats.bench.model import _PROBLEMS as _PROBLEMS
+from dpstats.bench.model import (
+    MAX_MESSAGE,
+    STATUSES,  # noqa: F401 - re-exported
+    AlgorithmRef,
+    Problem,
+    TrialKind,
+    TrialResult,
+    cache_problem,
+    describe_exception,
+    load_problem,
+)
+from dpstats.bench.scoring import score
+
+#: the former private names of this module, for code that imports them from here
+_describe = describe_exception
+_cache_problem = cache_problem
+
 __all__ = [
-    "STATUSES",
     "Limits",
-    "AlgorithmRef",
     "Job",
-    "Problem",
-    "TrialResult",
     "WorkerPool",
     "FatalJobError",
-    "load_problem",
     "execute",
     "execute_release",
-    "score",
     "run_trial",
     "run_job_isolated",
     "CallJob",
     "CallResult",
 ]
 
-STATUSES = ("ok", "declined", "error", "timeout", "memory")
-
 #: protocol budget per trial
 DEFAULT_TIME_LIMIT = 60.0
 DEFAULT_MEMORY_MB = 4096.0
 #: the address-space limit is the starting virtual size plus this multiple of the memory limit
 AS_FACTOR = 1.25
-#: longest error message kept
-MAX_MESSAGE = 2000
 
 _MB = 1024.0 * 1024.0
 
@@ -186,42 +196,6 @@ class Limits:
 
 
 @dataclass(frozen=True)
-class AlgorithmRef:
-    """How a worker finds an algorithm class.
-
-    Attributes
-    ----------
-    name : str
-        The algorithm's registry name (``cls.name``); the name stored with results.
-    task : str
-    ref : str
-        What :func:`dpstats.algorithms.get` resolves: the registry name, or a
-        ``module:object`` plugin path.
-    interpretation : str
-    """
-
-    name: str
-    task: str
-    ref: str
-    interpretation: str
-
-    @classmethod
-    def of(cls, algo_cls: type, ref: str | None = None) -> "AlgorithmRef":
-        """The reference of a registered class (``ref`` defaults to its name)."""
-        return cls(name=algo_cls.name, task=algo_cls.task, ref=ref or algo_cls.name,
-                   interpretation=algo_cls.interpretation)
-
-    def load(self) -> type:
-        """Import and return the class."""
-        from dpstats.algorithms import get
-
-        algo_cls = get(self.task, self.ref)
-        if algo_cls.name != self.name:
-            raise ValueError(f"{self.ref!r} resolves to algorithm {algo_cls.name!r}, expected {self.name!r}")
-        return algo_cls
-
-
-@dataclass(frozen=True)
 class Job:
     """Trials of one algorithm on one instance, run one after the other by a worker.
 
@@ -237,9 +211,14 @@ class Job:
         Draw each trial's noise with a :class:`~dpstats.privacy.randomness.SecureGenerator`
         (OpenDP's samplers, fresh entropy) instead of ``default_rng(seed)``;
         ``seed`` then only numbers the trial.
-    inference : bool
-        Coverage trials (:mod:`dpstats.bench.inference`): each trial runs on a
-        resample of the instance's rows and records its interval.
+    kind : TrialKind or None
+        None for point trials; otherwise the kind of trial whose ``load`` and
+        ``run`` the worker calls instead of :func:`load_problem` and
+        :func:`execute_release` (the coverage trials of
+        :mod:`dpstats.bench.inference`, ``COVERAGE_TRIAL``: each trial runs on
+        a resample of the instance's rows and records its interval). The kind
+        travels with the job (pickled by reference: unpickling it imports its
+        module in the worker), so this module never imports the kind's module.
     """
 
     algorithm: AlgorithmRef
@@ -247,7 +226,12 @@ class Job:
     instance: str
     trials: tuple[tuple[float, float, int], ...]
     secure: bool = False
-    inference: bool = False
+    kind: TrialKind | None = None
+
+    @property
+    def inference(self) -> bool:
+        """Whether the job's trials are of another kind than point trials (coverage trials)."""
+        return self.kind is not None
 
     def tail(self, start: int) -> "Job":
         """The job from trial ``start`` on."""
@@ -320,130 +304,9 @@ class CallResult:
     peak_mb: float
 
 
-@dataclass(frozen=True, eq=False)
-class Problem:
-    """An instance ready for trials: read-only private data, public facts and the baseline.
-
-    Use :meth:`from_instance`; workers build problems with :func:`load_problem`.
-    """
-
-    instance: str
-    study: str
-    task: str
-    n: int
-    d: int
-    data: Any  # TaskData
-    facts: Any  # PublicFacts
-    baseline: Any  # Baseline
-
-    @classmethod
-    def from_instance(cls, instance: Any, baseline: Any = None) -> "Problem":
-        """Wrap an :class:`~dpstats.data.instance.Instance` (computing its baseline unless given)."""
-        from dpstats.algorithms.base import TaskData
-        from dpstats.ols.baseline import compute_baseline
-
-        if baseline is None:
-            baseline = compute_baseline(instance)
-        td = instance.task_data()
-        X = np.array(td.X, dtype=float, copy=True)
-        X.flags.writeable = False
-        y = None
-        if td.y is not None:
-            y = np.array(td.y, dtype=float, copy=True)
-            y.flags.writeable = False
-        data = TaskData(X, y)
-        return cls(instance=instance.id, study=instance.spec.study, task=instance.task, n=instance.n,
-                   d=instance.d, data=data, facts=instance.facts, baseline=baseline)
-
-    @property
-    def expected_size(self) -> int:
-        """Length of a valid estimate: 1 (sce) or d."""
-        return 1 if self.task == "sce" else self.d
-
-    def info(self) -> dict[str, Any]:
-        """The instance's description stored with the results."""
-        b = self.baseline.to_dict()
-        return {
-            "instance": self.instance, "study": self.study, "task": self.task, "n": int(self.n), "d": int(self.d),
-            "baseline": float(self.baseline.baseline), "se_type": b.get("se_type"), "estimate": b.get("estimate"),
-            "facts": self.facts.to_dict(),
-        }
-
-
-@dataclass(frozen=True)
-class TrialResult:
-    """One scored trial (a row of the results store)."""
-
-    algorithm: str
-    interpretation: str
-    instance: str
-    study: str
-    task: str
-    epsilon: float
-    delta: float
-    seed: int
-    status: str
-    error: str | None
-    estimate: tuple[float, ...] | None
-    error_value: float
-    baseline: float
-    ratio: float
-    seconds: float
-    peak_mb: float
-    n: int
-    d: int
-    #: why the release is a fallback (its ``details["fallback"]``); None for an estimate and every failure
-    fallback: str | None = None
-    #: a coverage trial's interval record (:func:`dpstats.bench.inference.run_inference_trial`); None otherwise
-    interval: dict[str, Any] | None = None
-
-    @property
-    def key(self) -> tuple[str, str, str, float, float, int]:
-        """``(algorithm, task, instance, epsilon, delta, seed)``: unique in a store."""
-        return (self.algorithm, self.task, self.instance, self.epsilon, self.delta, self.seed)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-# --------------------------------------------------------------------------
-# Loading problems (cached per process)
-# --------------------------------------------------------------------------
-
-_CORPORA: dict[str, Any] = {}
-_PROBLEMS: dict[tuple[str, str], Problem] = {}
-
-
-def load_problem(corpus: str | os.PathLike[str], instance: str) -> Problem:
-    """Load an instance and its baseline once per process (cached by corpus folder and instance id)."""
-    from dpstats.data.corpus import Corpus
-
-    root = str(Path(corpus).resolve())
-    key = (root, instance)
-    if key not in _PROBLEMS:
-        if root not in _CORPORA:
-            _CORPORA[root] = Corpus(root)
-        _PROBLEMS[key] = Problem.from_instance(_CORPORA[root].instance(instance))
-    return _PROBLEMS[key]
-
-
-def _cache_problem(corpus: str | os.PathLike[str], problem: Problem) -> None:
-    _PROBLEMS[(str(Path(corpus).resolve()), problem.instance)] = problem
-
-
 # --------------------------------------------------------------------------
 # Running and scoring, in the current process
 # --------------------------------------------------------------------------
-
-
-def _describe(exc: BaseException) -> str:
-    """``Type: message (at file:line in function)`` for the innermost frame."""
-    msg = f"{type(exc).__name__}: {exc}".strip()
-    tb = traceback.extract_tb(exc.__traceback__)
-    if tb:
-        fr = tb[-1]
-        msg += f" (at {Path(fr.filename).name}:{fr.lineno} in {fr.name})"
-    return msg[:MAX_MESSAGE]
 
 
 def execute(algo_cls: type, problem: Problem, epsilon: float, delta: float, seed: int, secure: bool = False
@@ -492,9 +355,9 @@ def execute_release(algo_cls: type, problem: Problem, epsilon: float, delta: flo
     try:
         out = algo_cls().run(problem.data, problem.facts, epsilon, delta, rng)
     except MemoryError as exc:
-        return "memory", _describe(exc), None, time.perf_counter() - t0, None
+        return "memory", describe_exception(exc), None, time.perf_counter() - t0, None
     except BaseException as exc:  # noqa: BLE001 - any failure of the algorithm is a result
-        return "error", _describe(exc), None, time.perf_counter() - t0, None
+        return "error", describe_exception(exc), None, time.perf_counter() - t0, None
     seconds = time.perf_counter() - t0
     if isinstance(out, Decline):
         return "declined", str(out.reason)[:MAX_MESSAGE], None, seconds, None
@@ -503,7 +366,7 @@ def execute_release(algo_cls: type, problem: Problem, epsilon: float, delta: flo
     try:
         est = np.asarray(out.estimate, dtype=float)
     except (TypeError, ValueError) as exc:
-        return "error", f"estimate is not numeric: {_describe(exc)}", None, seconds, None
+        return "error", f"estimate is not numeric: {describe_exception(exc)}", None, seconds, None
     if est.size != problem.expected_size or est.ndim > 1 and max(est.shape) != est.size:
         return ("error", f"estimate has shape {est.shape}, expected ({problem.expected_size},)",
                 None, seconds, None)
@@ -513,43 +376,6 @@ def execute_release(algo_cls: type, problem: Problem, epsilon: float, delta: flo
     fb = (out.details or {}).get("fallback")
     fallback = None if fb is None or fb is False or fb == "" else str(fb)[:MAX_MESSAGE]
     return "released", None, est, seconds, fallback
-
-
-def _ratio_of(err: float, baseline: float) -> float:
-    """:func:`dpstats.bench.metrics.ratio` from an error already computed (the metric runs once per trial)."""
-    if math.isinf(err):
-        return math.inf
-    if baseline == 0:
-        return 0.0 if err == 0 else math.inf
-    return err / baseline
-
-
-def score(problem: Problem, algorithm: AlgorithmRef, epsilon: float, delta: float, seed: int, kind: str,
-          message: str | None, estimate: np.ndarray | None, seconds: float, peak_mb: float,
-          fallback: str | None = None) -> TrialResult:
-    """Turn a trial's outcome into a :class:`TrialResult` (error metric and ratio for releases).
-
-    ``fallback`` (the release's fallback reason) is kept for a release that scores (status ``ok``) only.
-    """
-    from dpstats.bench.metrics import error as metric_error
-
-    status = {"released": "ok", "declined": "declined", "error": "error", "memory": "memory",
-              "timeout": "timeout"}[kind]
-    err_v = ratio = math.inf
-    if status == "ok":
-        try:
-            err_v = float(metric_error(estimate, problem.baseline))
-            ratio = _ratio_of(err_v, float(problem.baseline.baseline))
-        except Exception as exc:  # noqa: BLE001 - a release the metric rejects is a failed trial
-            status, message, err_v, ratio = "error", f"scoring failed: {_describe(exc)}", math.inf, math.inf
-    est = None if estimate is None else tuple(float(v) for v in np.asarray(estimate).reshape(-1))
-    return TrialResult(
-        algorithm=algorithm.name, interpretation=algorithm.interpretation, instance=problem.instance,
-        study=problem.study, task=problem.task, epsilon=float(epsilon), delta=float(delta), seed=int(seed),
-        status=status, error=message, estimate=est, error_value=err_v, baseline=float(problem.baseline.baseline),
-        ratio=ratio, seconds=float(seconds), peak_mb=float(max(peak_mb, 0.0)), n=int(problem.n), d=int(problem.d),
-        fallback=fallback if status == "ok" else None,
-    )
 
 
 def _failure(info: Mapping[str, Any], algorithm: AlgorithmRef, trial: tuple[float, float, int], status: str,
@@ -815,15 +641,13 @@ def _worker_loop(conn: Connection, state: _SharedState) -> None:
             _serve_calls(conn, state, job, limit, job_no, begin, stats)
             continue
         try:
-            if job.inference:
-                from dpstats.bench.inference import load_inference_problem, run_inference_trial
-
-                problem: Any = load_inference_problem(job.corpus, job.instance)
+            if job.kind is not None:  # e.g. coverage trials: the job carries its load and run functions
+                problem: Any = job.kind.load(job.corpus, job.instance)
             else:
                 problem = load_problem(job.corpus, job.instance)
             algo_cls = job.algorithm.load()
         except BaseException as exc:  # noqa: BLE001
-            conn.send(("job_error", _describe(exc)))
+            conn.send(("job_error", describe_exception(exc)))
             continue
         conn.send(("ready", problem.info()))
         pending: list[TrialResult] = []
@@ -833,10 +657,10 @@ def _worker_loop(conn: Connection, state: _SharedState) -> None:
             rss0, vms0 = begin()
             state.write(job_no, i, time.monotonic(), rss0, True)
             _set_as_limit(vms0 + int(AS_FACTOR * limit))
-            inf_result = None
+            kind_result = None
             try:
-                if job.inference:
-                    inf_result = run_inference_trial(algo_cls, problem, job.algorithm, eps, dlt, seed, job.secure)
+                if job.kind is not None:
+                    kind_result = job.kind.run(algo_cls, problem, job.algorithm, eps, dlt, seed, job.secure)
                 else:
                     kind, message, est, seconds, fallback = execute_release(algo_cls, problem, eps, dlt, seed,
                                                                             job.secure)
@@ -844,8 +668,8 @@ def _worker_loop(conn: Connection, state: _SharedState) -> None:
                 _set_as_limit(None)
                 state.write(job_no, i, 0.0, rss0, False)
             peak_mb = max((stats.peak() if stats is not None else _peak_self()) - rss0, 0) / _MB
-            if inf_result is not None:
-                pending.append(replace(inf_result, peak_mb=float(peak_mb)))
+            if kind_result is not None:
+                pending.append(replace(kind_result, peak_mb=float(peak_mb)))
             else:
                 pending.append(score(problem, job.algorithm, eps, dlt, seed, kind, message, est, seconds, peak_mb,
                                      fallback))
@@ -872,9 +696,9 @@ def _serve_calls(conn: Connection, state: "_SharedState", job: CallJob, limit: i
         try:
             value = job.fn(job.context, item)
         except MemoryError as exc:
-            status, message = "memory", _describe(exc)
+            status, message = "memory", describe_exception(exc)
         except BaseException as exc:  # noqa: BLE001 - a failing call is a result
-            status, message = "error", _describe(exc)
+            status, message = "error", describe_exception(exc)
         finally:
             _set_as_limit(None)
             state.write(job_no, i, 0.0, rss0, False)
@@ -1485,7 +1309,7 @@ def run_trial(algorithm: str | type, problem: Problem, epsilon: float, delta: fl
         kind, message, est, seconds, fallback = execute_release(algo_cls, problem, epsilon, delta, seed, secure)
         return score(problem, ref, epsilon, delta, seed, kind, message, est, seconds, 0.0, fallback)
     key = "<memory>"
-    _cache_problem(key, problem)
+    cache_problem(key, problem)
     job = Job(algorithm=ref, corpus=str(Path(key).resolve()), instance=problem.instance,
               trials=((float(epsilon), float(delta), int(seed)),), secure=bool(secure))
     out: list[TrialResult] = []

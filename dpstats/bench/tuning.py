@@ -61,18 +61,8 @@ import pandas as pd
 
 from dpstats.algorithms.tuned import TUNED_DIR, load_tuned, register_tuned, tuned_name
 from dpstats.bench import evaluation as ev
-from dpstats.bench.trial import (
-    _PROBLEMS,
-    DEFAULT_MEMORY_MB,
-    DEFAULT_TIME_LIMIT,
-    AlgorithmRef,
-    Job,
-    Limits,
-    Problem,
-    TrialResult,
-    WorkerPool,
-    _cache_problem,
-)
+from dpstats.bench.model import _PROBLEMS, AlgorithmRef, Problem, TrialResult, cache_problem
+from dpstats.bench.trial import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, Job, Limits, WorkerPool
 
 __all__ = [
     "TUNED_DIR",
@@ -300,7 +290,7 @@ def run_configs(cls: type, configs: Sequence[Mapping[str, Any]], problems: Seque
             raise ValueError(f"a tuning candidate named {c.name!r} is already registered")
     corpus = str(Path(f"<tuning {uuid.uuid4().hex}>").resolve())  # a cache key, not a folder
     for p in problems:
-        _cache_problem(corpus, p)  # forked workers find the problems loaded
+        cache_problem(corpus, p)  # forked workers find the problems loaded
     trial_list = tuple((float(epsilon), float(delta), t) for t in range(int(trials)))
     jobs = [Job(AlgorithmRef.of(c), corpus, p.instance, trial_list) for c in classes for p in problems]
     by_name: dict[str, list[dict[str, Any]]] = {c.name: [] for c in classes}

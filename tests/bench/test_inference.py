@@ -296,3 +296,30 @@ def test_a_design_that_cannot_be_resampled_is_left_out_not_blamed_on_the_method(
            "task": r.task, "epsilon": 1.0, "seed": 0, "status": r.status, "error": r.error, "n": r.n, "d": r.d,
            **{k: r.interval[k] for k in ("covered", "np_covered", "width_ratio")}}
     assert I.coverage_table(pd.DataFrame([row])).empty
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_coverage_job_carries_its_trial_kind_to_forked_and_spawned_workers(corpus, method):
+    """The sandbox does not import the coverage design: the job hands the worker ``COVERAGE_TRIAL`` (a spawned
+    worker, a fresh interpreter as on Dask, imports dpstats.bench.inference when it unpickles the job), and the
+    worker's trials are those run in this process."""
+    from dataclasses import asdict
+
+    from dpstats.bench.trial import Limits, WorkerPool
+
+    sel = R.select_algorithms(["fwl_score"], ["sce"], inference=True)
+    plan = R.make_plan(corpus, sel, R.select_instances(corpus, ["sce"], ["mroz87_lwage"]), [1.0], 1e-6, 2,
+                       inference=True)
+    (job,) = plan.jobs
+    assert job.kind is I.COVERAGE_TRIAL and job.inference
+    got: list = []
+    with WorkerPool(1, Limits(time=60), method=method) as pool:
+        pool.run([job], got.append)
+    ip = I.load_inference_problem(job.corpus, job.instance)
+    want = [I.run_inference_trial(sel[0].cls, ip, job.algorithm, e, d, s) for e, d, s in job.trials]
+
+    def key(r):  # repr: a NaN equals itself
+        return repr({k: v for k, v in asdict(r).items() if k not in ("seconds", "peak_mb")})
+
+    assert [key(r) for r in sorted(got, key=lambda r: r.seed)] == [key(r) for r in want]
+    assert all(r.interval is not None and r.status == "ok" for r in got)
