@@ -138,7 +138,7 @@ _BOX_DETAILS = {
 
 
 def _interval_parts(n: int, var_z: np.ndarray, noise_var_z: np.ndarray, half: np.ndarray, find: np.ndarray,
-                    kstar: float, excess: tuple[np.ndarray, float, float, np.ndarray] | None = None,
+                    kstar: float, excess: tuple[np.ndarray, float, float, np.ndarray, np.ndarray] | None = None,
                     edge: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Standard error and clipping allowance of a clipped mean in raw units (post-processing).
 
@@ -148,17 +148,22 @@ def _interval_parts(n: int, var_z: np.ndarray, noise_var_z: np.ndarray, half: np
     about ``kstar`` points left beyond each end of it lie within one more
     half-width (a light-tail assumption, not a bound); 0 for a publicly
     bounded column, whose clipping the user declared.
+
+    With ``excess = (ex, sig, stretch, far, rows)`` from :func:`clipping_excess`
+    the allowance is the released excess ``|ex|`` (the bias inside the
+    stretched box) plus ``rows * stretch * h / n`` for what lies beyond it,
+    ``rows`` from :func:`tail_rows` (released counts, at least ``kstar``).
     """
     se = half * np.sqrt(np.maximum(var_z, 0.0) / n + noise_var_z)
     if excess is None:
         return se, np.where(find, kstar * half / n, 0.0)
-    ex, sig, stretch, far = excess
+    ex, sig, stretch, far, rows = excess
     # the released excess estimates the clipping bias inside the stretched box (its noise enters the
-    # standard error); beyond it, the light-tail allowance at the stretched half-width, unless the released
-    # counts show more rows there than it assumes
+    # standard error); beyond it, the tail allowance at the stretched half-width, unless the released
+    # counts show more rows there than any allowance can take
     se = np.sqrt(se**2 + np.where(find, (sig * (stretch - 1.0) * half) ** 2, 0.0))
     se = np.where(find & far, np.inf, se)
-    bias = np.where(find, np.abs(ex) + kstar * stretch * half / n, 0.0)
+    bias = np.where(find, np.abs(ex) + rows * stretch * half / n, 0.0)
     if edge is not None:
         se = np.where(find & edge, np.inf, se)
     return se, bias
@@ -256,6 +261,31 @@ BEYOND_SHARE = 0.65
 #: noise sd above the allowance at which a count of rows beyond the stretched box or ball makes the interval infinite
 FAR_Z = 2.0
 
+#: the tail allowance assumes the rows beyond the stretched box (ball) lie on average within this many stretched
+#: half-widths (radii) beyond it
+TAIL_F = 4.0
+
+#: noise sd taken off a released count of rows beyond the stretched box (ball) before it enters the tail allowance
+TAIL_A = 0.25
+
+
+def tail_rows(noisy_count: np.ndarray | float, sig_c: float, kstar: float) -> np.ndarray:
+    """Row-equivalents of the tail allowance beyond a stretched box or ball (post-processing of a released count).
+
+    The light-tail allowance assumes about ``kstar`` rows beyond, each within
+    one more stretched half-width. A heavy tail leaves more rows there (the
+    ranges extrapolate from the body with Gaussian tails), and the few far
+    ones carry most of the clipping bias: ``TAIL_F`` times the released count
+    less ``TAIL_A`` noise sd, when that exceeds ``kstar``. This is an
+    assumption on how far the rows beyond lie (their mean excess is at most
+    ``TAIL_F`` stretched half-widths), not a bound: no private statistic can
+    see one row far out. Reads only the released count, its noise sd and the
+    public ``kstar``.
+    """
+    c = np.asarray(noisy_count, dtype=float)
+    rows: np.ndarray = np.maximum(kstar, TAIL_F * np.maximum(c - TAIL_A * sig_c, 0.0))
+    return rows
+
 
 def beyond_box(X: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Per column, the number of rows outside ``[lo, hi]`` (a row moves each count by at most 1)."""
@@ -268,7 +298,7 @@ def beyond_ball(U: np.ndarray, center: np.ndarray, radius: float) -> float:
 
 
 def clipping_excess(X: np.ndarray, center: np.ndarray, half: np.ndarray, stretch: float, acc, fraction: float,
-                    rng: np.random.Generator, kstar: float = 0.5) -> tuple[np.ndarray, float, np.ndarray]:
+                    rng: np.random.Generator, kstar: float = 0.5) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     """Private mean of what clipping to ``center +- half`` removes, within a box ``stretch`` times wider.
 
     Row ``i`` contributes ``e_i = clip(x_i, c -+ s h) - clip(x_i, c -+ h)``, in
@@ -276,19 +306,22 @@ def clipping_excess(X: np.ndarray, center: np.ndarray, half: np.ndarray, stretch
     replace-one L2 sensitivity ``2 sqrt(d') / n`` (one Gaussian mechanism,
     ``1 - BEYOND_SHARE`` of ``fraction`` of rho).
 
-    What lies beyond the wider box is not measured: the allowance for it
-    assumes about ``kstar`` rows beyond each end (:func:`_interval_parts`).
-    A second Gaussian mechanism (``BEYOND_SHARE`` of ``fraction``) releases,
-    per column, the count of rows beyond the wider box; a row changes each
-    count by at most 1, so the counts have L2 sensitivity ``sqrt(d')``. A
-    column whose noisy count exceeds ``2 kstar`` plus ``FAR_Z`` noise sd has
-    more rows beyond the wider box than the allowance assumes (a heavy tail),
+    What lies beyond the wider box is not measured. A second Gaussian
+    mechanism (``BEYOND_SHARE`` of ``fraction``) releases, per column, the
+    count of rows beyond the wider box; a row changes each count by at most
+    1, so the counts have L2 sensitivity ``sqrt(d')``. The allowance for what
+    lies beyond (:func:`_interval_parts`) takes its number of rows from the
+    released count (:func:`tail_rows`, at least ``kstar``). A column whose
+    noisy count exceeds ``2 kstar`` plus ``FAR_Z`` noise sd has more rows
+    beyond the wider box than the light-tail design assumes (a heavy tail),
     and a clipping bias of unknown size: its interval is infinite.
 
     Returns the released mean excess in raw units (the estimated clipping
     bias of the box mean, up to what lies beyond the wider box), the noise
-    standard deviation of the excess in scaled units, and the columns with
-    too many rows beyond the wider box.
+    standard deviation of the excess in scaled units, the columns with
+    too many rows beyond the wider box, and per column the row-equivalents of
+    the tail allowance beyond it (:func:`tail_rows` of the released counts;
+    ``kstar`` for a column without a range).
     """
     n, d = X.shape
     live = half > 0
@@ -308,11 +341,13 @@ def clipping_excess(X: np.ndarray, center: np.ndarray, half: np.ndarray, stretch
                            note="one count per column: sensitivity sqrt(d) (replace-one)")
     far = np.zeros(d, bool)
     far[live] = np.asarray(noisy_c, float) > 2.0 * kstar + FAR_Z * sig_c
-    return out, sig, far
+    rows = np.full(d, float(kstar))
+    rows[live] = tail_rows(noisy_c, sig_c, kstar)
+    return out, sig, far, rows
 
 
 def ball_excess(U: np.ndarray, cu: np.ndarray, R: float, stretch: float, acc, fraction: float,
-                rng: np.random.Generator, kstar: float = 0.5) -> tuple[np.ndarray, float, bool]:
+                rng: np.random.Generator, kstar: float = 0.5) -> tuple[np.ndarray, float, bool, float]:
     """Private mean of what the whitened ball ``B(cu, R)`` removes, within a ball ``stretch`` times wider.
 
     The ball path clips whitened rows ``u_i`` to radius ``R``, which moves
@@ -325,8 +360,9 @@ def ball_excess(U: np.ndarray, cu: np.ndarray, R: float, stretch: float, acc, fr
     wider ball (sensitivity 1); above ``2 kstar`` plus ``FAR_Z`` noise sd the
     clipping bias is of unknown size and every interval is infinite.
 
-    Returns the released mean excess in whitened units, its noise sd, and
-    whether too many rows lie beyond the wider ball.
+    Returns the released mean excess in whitened units, its noise sd,
+    whether too many rows lie beyond the wider ball, and the row-equivalents
+    of the tail allowance beyond it (:func:`tail_rows` of the released count).
     """
     n = U.shape[0]
     inner, _ = clip_ball(U, cu, R)
@@ -338,7 +374,8 @@ def ball_excess(U: np.ndarray, cu: np.ndarray, R: float, stretch: float, acc, fr
     sig_c = acc.gaussian_sigma(1.0, fraction=BEYOND_SHARE * fraction)
     count = acc.gaussian("rows beyond the stretched ball", beyond_ball(U, cu, stretch * R), sensitivity=1.0, sigma=sig_c, rng=rng,
                          note="one count: sensitivity 1 (replace-one)")
-    return np.asarray(ex, float), float(sig), bool(float(count) > 2.0 * kstar + FAR_Z * sig_c)
+    return (np.asarray(ex, float), float(sig), bool(float(count) > 2.0 * kstar + FAR_Z * sig_c),
+            float(tail_rows(count, sig_c, kstar)))
 
 
 def _box_release(algo, X, center, half, acc, rng, *, se_share=0.0, find=None, kstar=0.5, var_z=None, stretch=3.0,
@@ -372,8 +409,8 @@ def _box_release(algo, X, center, half, acc, rng, *, se_share=0.0, find=None, ks
     share_v = (se_share - share_x) if (want and var_z is None) else 0.0
     excess = None
     if share_x > 0:
-        ex, sig_x, far = clipping_excess(X, center, half, stretch, acc, share_x * r0, rng, kstar=kstar)
-        excess = (ex, sig_x, stretch, far)
+        ex, sig_x, far, rows = clipping_excess(X, center, half, stretch, acc, share_x * r0, rng, kstar=kstar)
+        excess = (ex, sig_x, stretch, far, rows)
     m2 = sig_v = None
     if share_v > 0:
         sens_v = math.sqrt(max(dl, 1)) / n
@@ -618,10 +655,11 @@ class AdaptiveWhiten(Algorithm):
         if want_se:
             # half of the interval's share for the box's clipping, half for the ball's
             share_se = float(p["se_share"]) * acc.remaining / rho
-            ex, sig_x, far = clipping_excess(X, center, half, float(p["stretch"]), acc, share_se / 2.0, rng,
-                                             kstar=kstar)
-            ex_u, sig_u, far_u = ball_excess(U, cu, R, float(p["stretch"]), acc, share_se / 2.0, rng, kstar=kstar)
-            excess = (ex, sig_x, float(p["stretch"]), far)
+            ex, sig_x, far, rows = clipping_excess(X, center, half, float(p["stretch"]), acc, share_se / 2.0, rng,
+                                                   kstar=kstar)
+            ex_u, sig_u, far_u, rows_u = ball_excess(U, cu, R, float(p["stretch"]), acc, share_se / 2.0, rng,
+                                                     kstar=kstar)
+            excess = (ex, sig_x, float(p["stretch"]), far, rows)
         sens = 2.0 * R / n
         sigma = acc.gaussian_sigma(sens, fraction=acc.remaining / rho)
         u_est = acc.gaussian("clipped mean (whitened ball)", ball_mean(U, cu, R), sensitivity=sens, sigma=sigma,
@@ -635,10 +673,10 @@ class AdaptiveWhiten(Algorithm):
         # noise N(0, sigma^2 I) in u is Winv N(0, sigma^2 I) in z
         se, bias = _interval_parts(n, var_z, sigma**2 * np.sum(Winv * Winv, axis=1), half, find, kstar, excess,
                                    range_failed(np.diag(M)[:d], sig_m))
-        # the ball's clipping in raw units: its released excess is a bias allowance (with the light-tail
-        # allowance beyond the wider ball), its noise enters the standard error
+        # the ball's clipping in raw units: its released excess is a bias allowance (with the tail
+        # allowance beyond the wider ball, from its released count), its noise enters the standard error
         wsd = np.sqrt(np.sum(Winv * Winv, axis=1))
-        ball_bias = half * (np.abs(Winv @ ex_u) + kstar * float(p["stretch"]) * R * wsd / n)
+        ball_bias = half * (np.abs(Winv @ ex_u) + rows_u * float(p["stretch"]) * R * wsd / n)
         se = np.sqrt(se**2 + (half * sig_u * wsd) ** 2)
         if far_u:
             se = np.full(d, np.inf)

@@ -27,9 +27,9 @@ def _released(X):
     """The true statistics the mechanisms add noise to, recovered as release minus the same seed's noise."""
     acc = ZCDPAccountant(1.0, 1e-6)
     g = np.random.default_rng(0)
-    ex, _, _ = clipping_excess(X, np.zeros(D), np.ones(D), STRETCH, acc, 0.5, g)
+    ex, _, _, _ = clipping_excess(X, np.zeros(D), np.ones(D), STRETCH, acc, 0.5, g)
     acc_b = ZCDPAccountant(1.0, 1e-6)
-    exb, _, _ = ball_excess(X, np.zeros(D), 1.0, STRETCH, acc_b, 0.5, np.random.default_rng(0))
+    exb, _, _, _ = ball_excess(X, np.zeros(D), 1.0, STRETCH, acc_b, 0.5, np.random.default_rng(0))
     return ex, exb
 
 
@@ -66,7 +66,7 @@ def test_the_ball_excess_moves_by_at_most_its_sensitivity_and_is_charged_at_it()
             worst = max(worst, step)
     assert worst > 0.75 * sens  # close to attained: a halved sensitivity would not cover it
     acc = ZCDPAccountant(1.0, 1e-6)
-    _, sig, _ = ball_excess(X, np.zeros(D), 1.0, STRETCH, acc, 0.5, np.random.default_rng(0))
+    _, sig, _, _ = ball_excess(X, np.zeros(D), 1.0, STRETCH, acc, 0.5, np.random.default_rng(0))
     costs = {e[0]: e[1] for e in acc.ledger}
     excess_share, count_share = (1.0 - BEYOND_SHARE) * 0.5, BEYOND_SHARE * 0.5
     assert costs["clipping excess (stretched ball)"] == pytest.approx(excess_share * acc.rho, rel=1e-12)
