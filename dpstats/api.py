@@ -1158,10 +1158,11 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
         raise ValueError(f"inference: method {name!r} gives no standard error or interval; use one of {with_ci} "
                          "(or method=None), or inference=False")
     if inference:
-        # the method's budget split between estimate and uncertainty, unless the user set it
+        # the method's interval configuration, unless the user set it; a budget share of the interval
+        # (``*_share``) set to 0 would leave the interval unpaid for
         switch = dict(cls.interval_params)
         for k, v in switch.items():
-            if k in params and not params[k]:
+            if k.endswith("_share") and v and k in params and not params[k]:
                 raise ValueError(f"inference: {k}={params[k]!r} leaves no budget for the interval of {name!r}; "
                                  f"use {k} > 0 (default {v!r}) or inference=False")
         params = {**switch, **params}

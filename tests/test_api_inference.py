@@ -176,6 +176,10 @@ def test_bad_inference_inputs_name_the_argument(wage1: pd.DataFrame) -> None:
         _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=1, method="adaptive_clip", inference=True)
     with pytest.raises(ValueError, match="inference: se_share=0"):
         _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=1, se_share=0.0)
+    # a 0 that is not a budget share is a setting like any other (shrink=0 is the interval's own default)
+    for setting in ({"shrink": 0.0}, {"u_beyond": 0.0}):
+        res = _quiet(private_coef, wage1, "lwage ~ educ + exper", coef="educ", epsilon=3.0, seed=1, **setting)
+        assert res.has_interval
     with pytest.raises(TypeError, match="inference"):
         _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=1, inference="yes")
     # a method without intervals under the default inference=None: a point release, no error
