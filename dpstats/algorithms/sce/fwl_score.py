@@ -37,6 +37,7 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy import stats
 
 from dpstats.algorithms import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts
@@ -467,7 +468,8 @@ FWL_SCORE_DETAILS = {
                 "and their noise scales",
     "scales_ok": "paid statistic: a test on `grid quantile (row norm)` and `grid quantile |u|` (or the bound B_u; "
                  "with an absorbed fixed effect `grid quantile (pair difference norm)`, `grid quantile |u_i - u_j|`)",
-    "C_u": "paid statistic: `grid quantile |u|` (or `grid quantile |u_i - u_j|`) times c_u, at most B_u (B_u alone for a public 0/1 column)",
+    "C_u": "paid statistic: `grid quantile |u|` (or `grid quantile |u_i - u_j|`) times c_u (and, row level, the public "
+           "clip_widening factor), at most B_u (B_u alone for a public 0/1 column)",
     "C_v": "paid statistic: `grid quantile |v|` (or `grid quantile |v_i - v_j|`) times c_v, at most B_v (B_v alone for a public 0/1 outcome)",
     "B_u": "paid statistic: largest |u| under the public bounds, given `Gaussian Gram of (1, controls, x, y)` and "
            "the private `grid median` locations and scales (inf without bounds)",
@@ -518,6 +520,7 @@ def fwl_score_release(
     m_cell: int = 100,
     clip_free_max: float = math.inf,
     cluster_groups: int = 0,
+    u_beyond: float = 0.0,
 ) -> tuple[float, dict]:
     """Run both stages, spending the accountant's whole budget.
 
@@ -584,7 +587,7 @@ def fwl_score_release(
             if need[0]:
                 _, qu = private_grid_quantile(np.abs(u), q_uv, positive_grid(), e_q, rng, acc=acc,
                                               mechanism="grid quantile |u|", note=f"q={q_uv:.4g}")
-                C_u = min(c_u * qu, B_u)
+                C_u = min(c_u * clip_widening(q_uv, u_beyond) * qu, B_u)
             if need[1]:
                 _, qv = private_grid_quantile(np.abs(v), q_uv, positive_grid(), e_q, rng, acc=acc,
                                               mechanism="grid quantile |v|", note=f"q={q_uv:.4g}")
@@ -745,6 +748,22 @@ def fwl_score_release(
         "B_u": B_u, "B_v": B_v, "sigma_S": sig_S, "sigma_T": sig_T, "private_columns": P.n_private,
         "absorbed_levels": P.absorbed_levels,
     }
+
+
+def clip_widening(q: float, beyond: float) -> float:
+    """Factor taking a ``|u|`` clip at the ``q`` quantile to one with a share ``beyond`` of rows above it (Gaussian tails).
+
+    ``Phi^{-1}(1 - beyond / 2) / Phi^{-1}(1 - (1 - q) / 2)``, at least 1; 1 when
+    ``beyond`` is 0. The exponential mechanism can only locate a quantile
+    with about ``kappa / epsilon`` rows above it, so at small ``epsilon n``
+    the clip sits low in the bulk of ``|u|`` and the clipped score estimates
+    a different weighted slope than least squares (a clipping bias that the
+    interval does not see). Post-processing of the released quantile with
+    public ``q`` (from ``n``, ``epsilon`` and ``kappa``).
+    """
+    if beyond <= 0.0 or 1.0 - q <= beyond:
+        return 1.0
+    return float(stats.norm.ppf(1.0 - beyond / 2.0) / stats.norm.ppf(1.0 - (1.0 - q) / 2.0))
 
 
 def clustered_on(facts, block: list[int]) -> bool:
@@ -932,6 +951,8 @@ class FWLScore(Algorithm):
         "cluster_groups": Param(8, "ours: with clustered sampling on the absorbed fixed effect (facts.cluster), the "
                                    "interval is a delete-a-group jackknife over this many groups of levels (level "
                                    "mod J), t(J - 1); interval path only"),
+        "u_beyond": Param(0.0, "ours: the |u| clip is pushed out, assuming Gaussian tails, to leave this share of "
+                                "rows above it (clip_widening; 0: the located quantile as it is)"),
         "tail_u": Param(4.0, "ours: a row is far beyond the clip of u when |u| > tail_u C_u"),
         "tail_v": Param(2.0, "ours: ... of v when |v| > tail_v C_v"),
         "tail_frac": Param(0.01, "ours: an infinite interval when the noisy count of rows far beyond a clip exceeds "
@@ -942,7 +963,8 @@ class FWLScore(Algorithm):
     #: the method gives a standard error and an interval with these hyperparameters (the API's default)
     intervals = True
     cluster_intervals = True
-    interval_params = {"se_share": 0.1, "shrink": 0.0, "c_v": 2.0, "tail_share": 0.05, "clip_free_max": 4.0}
+    interval_params = {"se_share": 0.1, "shrink": 0.0, "c_v": 2.0, "tail_share": 0.05, "clip_free_max": 4.0,
+                       "u_beyond": 0.05}
     public_details = {
         **FWL_SCORE_DETAILS,
         "reliability": "paid statistic: from `Gaussian sum of clip(u)^2` and the `Gaussian Gram of (1, controls, x, y)` "

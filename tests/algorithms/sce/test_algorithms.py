@@ -276,3 +276,16 @@ def test_runs_on_real_instances(name, public_corpus):
         if name == "fwl_score":
             # our main entry is within a few standard errors at epsilon = 10 on these
             assert ratio(out.estimate, compute_baseline(inst)) < 5.0
+
+
+def test_clip_widening_leaves_the_stated_share_beyond_on_gaussian_residuals():
+    """A clip at the q quantile of |u|, widened, leaves about ``beyond`` of Gaussian rows above it; never narrows."""
+    from dpstats.algorithms.sce.fwl_score import clip_widening
+
+    u = np.abs(np.random.default_rng(3).standard_normal(200_000))
+    for q in (0.6, 0.8, 0.9):
+        C = np.quantile(u, q) * clip_widening(q, 0.05)
+        assert abs(np.mean(u > C) - 0.05) < 0.003
+    assert clip_widening(0.97, 0.05) == 1.0  # already fewer than 5 % beyond
+    assert clip_widening(0.8, 0.0) == 1.0
+    assert clip_widening(0.5, 0.05) > clip_widening(0.8, 0.05) > 1.0

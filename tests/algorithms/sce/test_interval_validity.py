@@ -8,7 +8,10 @@ outcome residual was clipped at its quantile (``c_v = 1``); abadie03_401k
 (heavy-tailed assets and income) gave intervals narrower than OLS's that
 missed on 3 of 10 draws at epsilon 3. grogger91 (a sparse bounded control
 whose private scale failed) released a finite interval 7.7 non-private SEs
-from its population coefficient at epsilon 1.
+from its population coefficient at epsilon 1. papke95 (a match rate with a
+long right tail, participation that levels off at 100 %) covered 32 of 40
+draws at epsilon 1 while the |u| clip sat at the quantile the exponential
+mechanism can locate (``u_beyond = 0``).
 """
 
 from __future__ import annotations
@@ -59,3 +62,18 @@ def test_grogger91_failed_sparse_scale_gives_no_finite_interval():
     (a,) = interval_releases("sce", "fwl_score", "grogger91", 1.0, [6])
     (b,) = interval_releases("sce", "fwl_score", "grogger91", 1.0, [6], plaus_hi=1e12)
     assert float(a.estimate[0]) == float(b.estimate[0])
+
+
+def test_papke95_widened_clip_covers_at_epsilon_1():
+    """The draws that missed with the clip at the located quantile (4, 9, 19, 24, 28, 30 of 0-39) now cover.
+
+    With ``u_beyond = 0`` about 20 % of rows lie beyond the |u| clip at epsilon 1 and the clipped score
+    estimates the slope of the moderate match rates (mean 8.7 over 40 draws against the population 5.5);
+    the clip widened to leave 5 % beyond covers 38 of 40 (measured), with a narrower median interval.
+    """
+    seeds = [4, 9, 19, 24, 28, 30]
+    truth, ivs = _intervals("papke95", 1.0, seeds)
+    assert all(math.isfinite(hi - lo) for lo, hi, _ in ivs)
+    assert sum(lo <= truth <= hi for lo, hi, _ in ivs) >= 5
+    _, narrow = _intervals("papke95", 1.0, seeds, u_beyond=0.0)
+    assert sum(lo <= truth <= hi for lo, hi, _ in narrow) <= 1  # the control: the located quantile misses
