@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from dpstats.algorithms import list_algorithms  # noqa: E402
 from dpstats.algorithms.mean.adaptive import AdaptiveClip  # noqa: E402
-from dpstats.audit import audit  # noqa: E402
+from dpstats.audit import audit, gaussian_power  # noqa: E402
 
 #: data sets an algorithm needs to release at all (it declines on the default one), and slower ones' trials
 OVERRIDES: dict[tuple[str, str], dict] = {
@@ -53,12 +53,34 @@ def _row(r) -> dict:
     released = sum(o["released"] for design in r.outcomes.values() for o in
                    (design.values() if isinstance(next(iter(design.values())), dict) else [design]))
     e = r.errors
-    return {"task": r.task, "algorithm": r.algorithm, "epsilon": r.epsilon_claimed, "bounds": best, "counted": counted,
+    return {"task": r.task, "algorithm": r.algorithm, "epsilon": r.epsilon_claimed, "delta": r.delta, "bounds": best,
+            "counted": counted, "designs": r.power.get("designs"),
             "epsilon_lower": r.epsilon_lower, "confidence": r.confidence, "trials": r.trials, "seconds": r.seconds,
             "violation": r.violation, "reasons": r.reasons, "released": released, "errors": e["count"],
             "declined": e.get("declined", 0), "timeouts": e.get("timeouts", 0), "memory": e.get("memory", 0),
             "worker_deaths": e.get("worker_deaths", 0), "outcomes": r.outcomes, "ledger": r.ledger["summary"],
             "notes": r.notes}
+
+
+def _designs(r: dict) -> int:
+    """Designs an audit ran: saved with the row, else from its outcomes (kept per design when merged), else 2.
+
+    The roster audits generated data with both designs (``audit``'s default); rows saved before the count
+    was stored have it in their outcomes, or not at all.
+    """
+    if r.get("designs"):
+        return int(r["designs"])
+    o = r.get("outcomes") or {}
+    if o:
+        first = next(iter(o.values()))
+        return len(o) if isinstance(first, dict) and isinstance(next(iter(first.values())), dict) else 1
+    return 2
+
+
+def _power(r: dict) -> float:
+    """The bound an ideal attack typically reaches with the row's trials on a mechanism at the claim."""
+    counted = sum(bool(v) for v in r["counted"].values()) or 2
+    return gaussian_power(r["epsilon"], r.get("delta", 1e-6), r["trials"], r["confidence"], counted, _designs(r))
 
 
 def _fmt(v: float, counted: bool) -> str:
@@ -72,8 +94,8 @@ def roster_table(rows: list[dict], command: str) -> str:
         "",
         f"Command: `{command}`",
         "",
-        "| task | algorithm | claimed ε | CP | one-run | zCDP | GDP | ε lower | confidence | trials | released | time (s) | verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| task | algorithm | claimed ε | CP | one-run | zCDP | GDP | ε lower | power | confidence | trials | released | time (s) | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     rerun: dict[str, list[str]] = {}
     for r in rows:
@@ -87,10 +109,14 @@ def roster_table(rows: list[dict], command: str) -> str:
             rerun.setdefault(r["command"], []).append(f"`{r['algorithm']}` ({r['task']})")
         out.append(f"| {r['task']} | `{r['algorithm']}` | {r['epsilon']:g} | {_fmt(b['clopper_pearson'], c['clopper_pearson'])} | "
                    f"{_fmt(b['one_run'], c['one_run'])} | {_fmt(b['zcdp'], c['zcdp'])} | {_fmt(b['gdp'], c['gdp'])} | "
-                   f"{r['epsilon_lower']:.3f} | {r['confidence']:g} | {r['trials']} | {r['released']} | "
+                   f"{r['epsilon_lower']:.3f} | {_power(r):.3f} | {r['confidence']:g} | {r['trials']} | {r['released']} | "
                    f"{r['seconds']:.0f} | {verdict} |")
     out += ["", "Bounds in parentheses do not count for this algorithm's ledger (information only): zCDP counts for a "
-            "ledger in rho, GDP for one in mu^2. Each column is the larger of the two designs (mirror, inside).", ""]
+            "ledger in rho, GDP for one in mu^2. Each column is the larger of the two designs (mirror, inside). "
+            "**power** is the lower bound an ideal threshold attack typically reaches with the same releases, designs "
+            "and confidence on a mechanism that spends exactly the claim (the Gaussian mechanism that is exactly "
+            "(ε, δ)-DP; `dpstats.audit.power`): an ε lower below it is what the audit could show, not evidence "
+            "of privacy.", ""]
     out += [f"Rows of {', '.join(names)} regenerated with `{cmd}`.\n" for cmd, names in rerun.items()]
     return "\n".join(out)
 
@@ -214,7 +240,15 @@ def main(argv=None) -> int:
     ap.add_argument("--missing-term-trials", type=int, nargs="+", default=[20000, 50000, 100000])
     ap.add_argument("--missing-term-only", action="store_true", help="only the ssp missing-X'y-term audit")
     ap.add_argument("--resume", action="store_true", help="reuse audits saved in <json>.partial.json by an earlier run")
+    ap.add_argument("--table-only", action="store_true", help="rewrite the table from the saved JSON; audit nothing")
     args = ap.parse_args(argv)
+
+    if args.table_only:
+        saved = json.loads(Path(args.json).read_text())
+        skipped = [f"`{name}` ({task}): not audited: {kw['skip']}." for (task, name), kw in OVERRIDES.items()
+                   if "skip" in kw and task in args.tasks]
+        Path(args.out).write_text(roster_table(saved["roster"], saved["command"]) + "".join(f"\n{x}\n" for x in skipped))
+        return 0
 
     results: dict = {}
     if args.missing_term_only:

@@ -10,6 +10,9 @@ Modules
     delta, group size), from the median canary, Gaussian DP, zCDP, and the
     one-run bound of Steinke, Nasr and Jagielski, with corrected threshold
     searches.
+:mod:`~dpstats.audit.power`
+    What an audit could have seen: the bound an ideal attack reaches with the
+    same releases on a mechanism that spends exactly the claim.
 :mod:`~dpstats.audit.neighbours`, :mod:`~dpstats.audit.attack`, :mod:`~dpstats.audit.run`
     Auditing an algorithm: neighbouring data sets with a worst-case canary
     row, distinguishing statistics chosen on one half of the releases and
@@ -46,10 +49,12 @@ from dpstats.audit.exposure import (
     summarize_exposure,
 )
 
-from dpstats.audit.run import AuditResult, audit
+from dpstats.audit.power import exact_gaussian_sigma, gaussian_power, trials_for_power
+from dpstats.audit.run import AuditResult, audit, audit_power
 
 __all__ = [
-    "AuditResult", "audit", "ASYMPTOTIC_BASELINES", "Bound", "clopper_pearson_lower", "clopper_pearson_upper",
+    "AuditResult", "audit", "audit_power", "exact_gaussian_sigma", "gaussian_power", "trials_for_power",
+    "ASYMPTOTIC_BASELINES", "Bound", "clopper_pearson_lower", "clopper_pearson_upper",
     "epsilon_clopper_pearson_scores", "epsilon_from_gdp", "epsilon_gdp_scores", "epsilon_lower_bound",
     "epsilon_one_run", "epsilon_one_run_scores", "exposure", "exposure_epsilon_bound", "extrapolated_exposure",
     "gdp_mu_lower_bound", "random_guessing_baseline", "ranks", "summarize_exposure", "zcdp_rho_lower_bound",

@@ -58,12 +58,13 @@ from dpstats.algorithms import Algorithm, Decline, Release, get, list_algorithms
 from dpstats.bench.trial import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, CallJob, CallResult, Limits, WorkerPool
 from dpstats.privacy.accounting import zcdp_epsilon
 from dpstats.audit import bounds as B
+from dpstats.audit import power as P
 from dpstats.audit.attack import (DECLINED, ERROR, KIND_NAMES, KINDS, MEMORY, RELEASED, STATISTICS, TIMEOUT, Runs,
                                   fit_statistic)
 from dpstats.audit.exposure import exposure, summarize_exposure
 from dpstats.audit.neighbours import CANARY_MODES, DESIGNS, Neighbours, from_instance, generated
 
-__all__ = ["AuditResult", "audit", "resolve_algorithm", "min_trials", "ESTIMATORS"]
+__all__ = ["AuditResult", "audit", "audit_power", "resolve_algorithm", "min_trials", "ESTIMATORS"]
 
 ESTIMATORS = ("clopper_pearson", "one_run", "zcdp", "gdp")
 _MAX_THRESHOLDS = 300
@@ -316,6 +317,10 @@ class AuditResult:
     workers: int
     seed: int
     notes: list[str] = field(default_factory=list)
+    #: what the audit could have seen (:mod:`dpstats.audit.power`): ``gaussian_bound``, the lower bound an ideal
+    #: attack typically reaches with these trials on a mechanism that spends exactly the claim, and
+    #: ``trials_for_half``, the trials with which that bound would reach half the claim
+    power: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -350,6 +355,15 @@ class AuditResult:
             lines.append(f"exposure of the canary runs: median {e['median']:.3f} (random guessing {e['baseline_median']:.3f}), "
                          f"mean {e['mean']:.3f} ({e['baseline_mean']:.3f}), p75 {e['p75']:.3f} ({e['baseline_p75']:.3f}); "
                          f"median-canary bound {e['median_bound']:.4f} (heuristic)")
+        pw = self.power
+        if pw:
+            half = pw.get("trials_for_half")
+            lines.append(f"power: on a mechanism that spends exactly the claim ({pw['mechanism']}), these {self.trials} "
+                         f"releases typically give a lower bound of {pw['gaussian_bound']:.4f} of a possible "
+                         f"{self.epsilon_claimed:g}; about {half} would give {self.epsilon_claimed / 2:g}"
+                         if half else f"power: on a mechanism that spends exactly the claim ({pw['mechanism']}), "
+                         f"these {self.trials} releases typically give a lower bound of {pw['gaussian_bound']:.4f} "
+                         f"of a possible {self.epsilon_claimed:g}")
         lines.append(f"epsilon_lower = {self.epsilon_lower:.4f} vs claimed {self.epsilon_claimed:g}: "
                      + ("VIOLATION: " + "; ".join(self.reasons) if self.violation else "no violation found "
                         "(a lower bound below the claim is not a proof of privacy)"))
@@ -479,11 +493,29 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         pairs = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=design,
                            levels=levels)]
     if len(pairs) == 1:
-        return _audit_pair(cls, pairs[0], eps, dlt, conf, trials, seed, workers, params, log, t_start, lim)
-    conf_each = 1.0 - (1.0 - conf) / len(pairs)
-    parts = [_audit_pair(cls, nb, eps, dlt, conf_each, trials // len(pairs), seed + k, workers, params, log,
-                         time.perf_counter(), lim) for k, nb in enumerate(pairs)]
-    return _merge(parts, conf, time.perf_counter() - t_start)
+        res = _audit_pair(cls, pairs[0], eps, dlt, conf, trials, seed, workers, params, log, t_start, lim)
+    else:
+        conf_each = 1.0 - (1.0 - conf) / len(pairs)
+        parts = [_audit_pair(cls, nb, eps, dlt, conf_each, trials // len(pairs), seed + k, workers, params, log,
+                             time.perf_counter(), lim) for k, nb in enumerate(pairs)]
+        res = _merge(parts, conf, time.perf_counter() - t_start)
+    res.power = audit_power(eps, dlt, trials, conf, res.bounds, len(pairs))
+    return res
+
+
+def audit_power(epsilon: float, delta: float, trials: int, confidence: float, bounds: list[dict[str, Any]],
+                designs: int) -> dict[str, Any]:
+    """The power statement of an audit (:mod:`dpstats.audit.power`), with its estimators and designs."""
+    counted = len({b["estimator"] for b in bounds if b.get("counts")}) or 2
+    args = (epsilon, delta)
+    return {
+        "gaussian_bound": P.gaussian_power(*args, trials, confidence, counted, designs),
+        "trials_for_half": P.trials_for_power(epsilon / 2.0, *args, confidence, counted, designs),
+        "mechanism": "Gaussian, exactly (epsilon, delta)-DP" if delta > 0 else "Laplace at epsilon",
+        "estimator": "clopper_pearson, ideal threshold, expected counts",
+        "counted": counted,
+        "designs": designs,
+    }
 
 
 def _merge(parts: list["AuditResult"], conf: float, seconds: float) -> "AuditResult":
