@@ -50,7 +50,7 @@ ESTIMATORS = ("clopper_pearson", "one_run", "zcdp", "gdp")
 def _row(r) -> dict:
     best = {e: max((b["epsilon"] for b in r.bounds if b["estimator"] == e), default=0.0) for e in ESTIMATORS}
     counted = {e: any(b["counts"] for b in r.bounds if b["estimator"] == e) for e in ESTIMATORS}
-    released = sum(o["released"] for design in r.outcomes.values() for o in
+    released = sum(o["released"] + o.get("fallback", 0) for design in r.outcomes.values() for o in
                    (design.values() if isinstance(next(iter(design.values())), dict) else [design]))
     e = r.errors
     return {"task": r.task, "algorithm": r.algorithm, "epsilon": r.epsilon_claimed, "delta": r.delta, "bounds": best,

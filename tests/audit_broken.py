@@ -11,6 +11,9 @@ Each wraps or subclasses a registry algorithm without editing it:
 * :class:`LedgerOvercharge` -- a ledger that charges twice the budget;
 * :class:`ClipDataBounds` -- ``adaptive_clip`` with the clipping box read from the data;
 * :class:`DeclineOnOutlier` -- ``adaptive_clip`` that declines when the raw data hold a value near the bounds;
+* :class:`FallbackOnOutlier` -- ``adaptive_clip`` that releases its prior centre, flagged as a fallback, when the
+  raw data hold a value near the bounds (a fallback decided on unpaid data);
+* :class:`FallbackOnRelease` -- the honest counterpart: a fallback decided on the released value (post-processing);
 * :class:`CrashSometimes` -- ``adaptive_clip`` that raises in some runs (seeded), for the error report;
 * :class:`AbortSometimes` -- ``adaptive_clip`` that kills its worker process (``SIGABRT``) in some runs;
 * :class:`SlowOnCanary` -- ``adaptive_clip`` that runs past any time limit when the raw data hold a value
@@ -93,6 +96,28 @@ class DeclineOnOutlier(AdaptiveClip):
         if np.abs(data.X).max() > 0.9:
             return Decline("a value near the bounds (checked on the raw data)")
         return super()._run(data, facts, epsilon, delta, rng)
+
+
+class FallbackOnOutlier(AdaptiveClip):
+    name = "audit_broken_fallback_on_outlier"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        out = super()._run(data, facts, epsilon, delta, rng)
+        if np.abs(data.X).max() > 0.9:
+            return replace(out, estimate=np.zeros_like(out.estimate),
+                           details={**out.details, "fallback": "prior centre: a value near the bounds (raw data)"})
+        return out
+
+
+class FallbackOnRelease(AdaptiveClip):
+    name = "audit_honest_fallback_on_release"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        out = super()._run(data, facts, epsilon, delta, rng)
+        if float(np.max(out.estimate)) > 0.015:  # decided on the release (about half of them): post-processing
+            return replace(out, estimate=np.zeros_like(out.estimate),
+                           details={**out.details, "fallback": "prior centre: the release lies far out"})
+        return out
 
 
 class CrashSometimes(AdaptiveClip):

@@ -1,12 +1,14 @@
 """Distinguishing statistics: which releases came from the data set with the canary?
 
-Every run of the algorithm ends in one of five *kinds*: a release (a vector),
+Every run of the algorithm ends in one of six *kinds*: a release (a vector),
 a decline, an error (an exception, a non-finite estimate, or a worker process
 that died), a time-out or a memory overrun (the run exceeded the benchmark's
-per-run limit, :class:`~dpstats.bench.trial.Limits`). Each kind other than a
-release is an output like any other: an algorithm that declines, fails or runs
-out of time more often on one neighbour than on the other leaks through that
-alone.
+per-run limit, :class:`~dpstats.bench.trial.Limits`), or a fallback (a release
+that says it is not an estimate: ``details["fallback"]``, such as 0 after a
+failed private standardisation or the prior centre). Each kind other than a
+release is an output like any other: an algorithm that declines, falls back,
+fails or runs out of time more often on one neighbour than on the other leaks
+through that alone.
 
 A :class:`Statistic` maps each run to a real score, higher meaning "looks like
 the neighbour with the canary". It is *fitted on one part of the runs* and
@@ -22,7 +24,7 @@ applied to others, so that the bounds computed on held-out runs stay valid
 3. ``"qda"``: the log-likelihood ratio of two Gaussians with their own
    covariances, a classifier that also sees a change of spread (noise scaled
    to data-dependent bounds);
-4. a decline, an error, a time-out or a memory overrun scores ``+inf`` if
+4. a decline, an error, a time-out, a memory overrun or a fallback scores ``+inf`` if
    that kind was more frequent among the fitting runs with the canary, ``-inf``
    if less frequent, and the median release score if equally frequent.
 """
@@ -34,14 +36,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
-__all__ = ["RELEASED", "DECLINED", "ERROR", "TIMEOUT", "MEMORY", "KINDS", "OTHER_KINDS", "KIND_NAMES", "Runs",
+__all__ = ["RELEASED", "DECLINED", "ERROR", "TIMEOUT", "MEMORY", "FALLBACK", "KINDS", "OTHER_KINDS", "KIND_NAMES", "Runs",
            "Statistic", "fit_statistic", "STATISTICS"]
 
-RELEASED, DECLINED, ERROR, TIMEOUT, MEMORY = 0, 1, 2, 3, 4
-KINDS = (RELEASED, DECLINED, ERROR, TIMEOUT, MEMORY)
-#: the kinds of run without a release: each is scored as a category
-OTHER_KINDS = (DECLINED, ERROR, TIMEOUT, MEMORY)
-KIND_NAMES = {RELEASED: "released", DECLINED: "declined", ERROR: "error", TIMEOUT: "timeout", MEMORY: "memory"}
+RELEASED, DECLINED, ERROR, TIMEOUT, MEMORY, FALLBACK = 0, 1, 2, 3, 4, 5
+KINDS = (RELEASED, DECLINED, ERROR, TIMEOUT, MEMORY, FALLBACK)
+#: the kinds of run without an estimate: each is scored as a category
+OTHER_KINDS = (DECLINED, ERROR, TIMEOUT, MEMORY, FALLBACK)
+KIND_NAMES = {RELEASED: "released", DECLINED: "declined", ERROR: "error", TIMEOUT: "timeout", MEMORY: "memory",
+              FALLBACK: "fallback"}
 STATISTICS = ("lda", "qda")
 _RIDGE = 1e-6
 

@@ -59,7 +59,7 @@ from dpstats.bench.trial import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, CallJob, 
 from dpstats.privacy.accounting import zcdp_epsilon
 from dpstats.audit import bounds as B
 from dpstats.audit import power as P
-from dpstats.audit.attack import (DECLINED, ERROR, KIND_NAMES, KINDS, MEMORY, RELEASED, STATISTICS, TIMEOUT, Runs,
+from dpstats.audit.attack import (DECLINED, ERROR, FALLBACK, KIND_NAMES, KINDS, MEMORY, RELEASED, STATISTICS, TIMEOUT, Runs,
                                   fit_statistic)
 from dpstats.audit.exposure import exposure, summarize_exposure
 from dpstats.audit.neighbours import CANARY_MODES, DESIGNS, Neighbours, from_instance, generated
@@ -201,6 +201,9 @@ def _release(context: Any, item: tuple[int, int]) -> tuple[int, Any, dict[str, f
         est = np.asarray(out.estimate, dtype=float).reshape(-1)
         if est.size != s["dim"] or not np.all(np.isfinite(est)):
             kind, msg, est = ERROR, f"non-finite or mis-shaped estimate {est[:4]}", None
+        elif (out.details or {}).get("fallback"):
+            # a release that says it is not an estimate is scored as a category, like a decline
+            kind, msg, est = FALLBACK, str(out.details["fallback"])[:80], None
     elif isinstance(out, Decline):
         kind, msg = DECLINED, str(out.reason)[:80]
     else:
@@ -345,6 +348,9 @@ class AuditResult:
                          f"outcomes like declines; first: {e['limit_messages'][:1]}")
         if e.get("declined"):
             lines.append(f"declines: {e['declined']} of {self.trials} runs; reasons {e['declines']}")
+        if e.get("fallback"):
+            lines.append(f"fallbacks: {e['fallback']} of {self.trials} runs released a fallback (scored as a category "
+                         f"like a decline); reasons {e['fallbacks']}")
         lines.append(f"epsilon lower bounds at confidence {self.confidence:g} (Bonferroni over the counted estimators):")
         for b in self.bounds:
             tag = "counts" if b["counts"] else "info"
@@ -532,7 +538,9 @@ def _merge(parts: list["AuditResult"], conf: float, seconds: float) -> "AuditRes
     errors = {"count": sum(p.errors["count"] for p in parts),
               "messages": [m for p in parts for m in p.errors["messages"]][:_MAX_MESSAGES],
               "declines": {k: v for p in parts for k, v in p.errors["declines"].items()},
-              **{k: sum(p.errors[k] for p in parts) for k in ("declined", "timeouts", "memory", "worker_deaths")},
+              "fallbacks": {k: v for p in parts for k, v in p.errors["fallbacks"].items()},
+              **{k: sum(p.errors[k] for p in parts) for k in ("declined", "timeouts", "memory", "worker_deaths",
+                                                               "fallback")},
               "limit_messages": [m for p in parts for m in p.errors["limit_messages"]][:_MAX_MESSAGES],
               "limits": first.errors["limits"]}
     trials = sum(p.trials for p in parts)
@@ -574,6 +582,7 @@ def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, 
     messages: list[str] = []
     limit_messages: list[str] = []
     declines: dict[str, int] = {}
+    fallbacks: dict[str, int] = {}
     run_seconds = 0.0
     for c in calls:
         i = int(c.item[0])
@@ -590,6 +599,8 @@ def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, 
             values[i] = est
         elif k == DECLINED:
             declines[str(msg)] = declines.get(str(msg), 0) + 1
+        elif k == FALLBACK:
+            fallbacks[str(msg)] = fallbacks.get(str(msg), 0) + 1
         elif len(messages) < _MAX_MESSAGES:
             messages.append(str(msg))
         if tot is None:  # the run raised: no output, no ledger
@@ -742,6 +753,8 @@ def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, 
         bounds=bounds_out, ledger=ledger, exposure=exp_summary, outcomes=outcomes,
         errors={"count": n_err, "messages": messages, "declines": dict(sorted(declines.items(), key=lambda kv: -kv[1])[:3]),
                 "declined": int(np.sum(kind == DECLINED)), "timeouts": n_timeout, "memory": n_memory,
+                "fallback": int(np.sum(kind == FALLBACK)),
+                "fallbacks": dict(sorted(fallbacks.items(), key=lambda kv: -kv[1])[:3]),
                 "worker_deaths": int(deaths), "limit_messages": limit_messages, "limits": _limits_dict(limits)},
         data=nb.describe(), seconds=total, seconds_per_release=run_seconds / trials, workers=int(workers),
         seed=int(seed), notes=notes,

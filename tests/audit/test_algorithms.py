@@ -104,6 +104,7 @@ def test_honest_originals_are_not_flagged(name, task, trials):
     (broken.ClipMissingTerm, 4000, {"columns": 12}),  # sensitivity keeps 1 of its 12 terms
     (broken.ClipDataBounds, 2000, {}),                # clipping box read from the data
     (broken.DeclineOnOutlier, 1000, {}),              # declines depending on the raw data
+    (broken.FallbackOnOutlier, 1000, {}),             # a fallback decided on the raw data
 ])
 def test_broken_variants_are_flagged(cls, trials, kw):
     r = audit(cls, trials=trials, workers=2, **kw)
@@ -111,6 +112,17 @@ def test_broken_variants_are_flagged(cls, trials, kw):
     assert r.epsilon_lower > r.epsilon_claimed
     # the honest ledger is charged: the violation comes from the releases, not from the ledger check
     assert not any("ledger charges" in x for x in r.reasons)
+
+
+def test_a_fallback_is_an_outcome_and_an_honest_one_is_not_flagged():
+    """A fallback decided on the raw data is flagged through its frequency; one decided on the release is not."""
+    r = audit(broken.FallbackOnOutlier, trials=1000, workers=2)
+    assert r.errors["fallback"] > 0 and "raw data" in next(iter(r.errors["fallbacks"]))
+    assert "fallbacks:" in r.summary()
+    honest = audit(broken.FallbackOnRelease, trials=3000, workers=2)
+    # measured: a fallback on both data sets in a share of the runs; no violation
+    assert 0 < honest.errors["fallback"] < 3000
+    assert not honest.violation, honest.summary()
 
 
 def test_forgotten_factor_two_in_sigma_is_flagged_at_epsilon_3():
