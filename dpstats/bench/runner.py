@@ -44,7 +44,9 @@ the non-private interval of the study's SE type on the same draw, in the
 ``intervals`` table of the results file. Without ``--algorithm`` it runs the
 algorithms whose class declares ``intervals = True``; a named algorithm is run
 as asked, and a release without an interval is stored as a marked failure
-(``error``: ``no interval: ...``).
+(``error``: ``no interval: ...``). Its jobs carry their kind of trial
+(:attr:`dpstats.bench.trial.Job.kind`), so they run on local workers or on
+Dask like point trials and store the same rows.
 
 Examples
 --------

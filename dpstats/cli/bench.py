@@ -66,9 +66,6 @@ def _config_from_args(args: argparse.Namespace) -> BenchConfig:
 def cmd_bench(args: argparse.Namespace) -> int:
     """Handler of ``dpstats bench``: 0 when the run completes (failed trials are results), 130 if interrupted."""
     config = _config_from_args(args)
-    if config.inference and config.dask:
-        print("dpstats: --inference runs on local workers only (drop --dask)", file=sys.stderr)
-        return 2
     if args.dry_run:
         store = Store(config.results) if Path(config.results).is_file() else None
         try:

@@ -267,11 +267,6 @@ def test_default_selection_takes_the_methods_that_declare_intervals():
     assert "adassp" not in {s.ref.name for s in sel}
 
 
-def test_inference_with_dask_is_refused(tmp_path, capsys):
-    assert main(["bench", "--inference", "--dask", "local:1", "--results", str(tmp_path / "r.sqlite")]) == 2
-    assert "--inference" in capsys.readouterr().err
-
-
 def test_coverage_table_rejects_a_table_without_the_interval_columns():
     with pytest.raises(ValueError, match="covered"):
         I.coverage_table(pd.DataFrame({"algorithm": ["a"], "interpretation": ["standard"], "instance": ["i"],
