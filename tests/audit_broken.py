@@ -11,6 +11,9 @@ Each wraps or subclasses a registry algorithm without editing it:
 * :class:`LedgerOvercharge` -- a ledger that charges twice the budget;
 * :class:`ClipDataBounds` -- ``adaptive_clip`` with the clipping box read from the data;
 * :class:`DeclineOnOutlier` -- ``adaptive_clip`` that declines when the raw data hold a value near the bounds;
+* :class:`DeclineOnRelativeOutlier` -- ``adaptive_clip`` that declines when a row lies more than 20 median
+  absolute deviations from the median (an outlier relative to the data, not to the public bounds: the
+  generated designs with rows spread over half the box never trigger it; the concentrated one does);
 * :class:`FallbackOnOutlier` -- ``adaptive_clip`` that releases its prior centre, flagged as a fallback, when the
   raw data hold a value near the bounds (a fallback decided on unpaid data);
 * :class:`FallbackOnRelease` -- the honest counterpart: a fallback decided on the released value (post-processing);
@@ -95,6 +98,18 @@ class DeclineOnOutlier(AdaptiveClip):
     def _run(self, data, facts, epsilon, delta, rng):
         if np.abs(data.X).max() > 0.9:
             return Decline("a value near the bounds (checked on the raw data)")
+        return super()._run(data, facts, epsilon, delta, rng)
+
+
+class DeclineOnRelativeOutlier(AdaptiveClip):
+    name = "audit_broken_decline_on_relative_outlier"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        X = data.X
+        med = np.median(X, axis=0)
+        mad = np.median(np.abs(X - med), axis=0)
+        if np.any(np.abs(X - med) > 20.0 * np.maximum(mad, 1e-12)):
+            return Decline("a row far from the others (checked on the raw data)")
         return super()._run(data, facts, epsilon, delta, rng)
 
 

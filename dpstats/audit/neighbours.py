@@ -53,7 +53,7 @@ class Neighbours:
     mode : str
         ``"at"`` or ``"beyond"`` the public bounds.
     source : str
-        ``"generated"`` (design inside), ``"generated-mirror"`` or the instance id.
+        ``"generated"`` (design inside), ``"generated-<design>"`` for the others, or the instance id.
     notes : tuple of str
         Columns without public bounds, and the like.
     """
@@ -168,7 +168,28 @@ def make_neighbours(data: TaskData, facts: Any, mode: str = "at", source: str = 
     return Neighbours(base, nb, facts, row, x, y, mode, source, tuple(notes))
 
 
-DESIGNS = ("mirror", "inside")
+#: the generated designs: the first two are audited by ``design="both"``, all four by ``design="search"``
+DESIGNS = ("mirror", "inside", "concentrated", "heavy")
+#: half-width of the ball the rows of the concentrated design fill (the public box is [-1, 1])
+CONCENTRATED_HALF = 0.02
+#: scale of the heavy design's t(2) rows (clipped to +-0.95)
+HEAVY_SCALE = 0.05
+
+
+def _source(design: str) -> str:
+    """The ``source`` label of a generated design (``"generated"`` for inside, as before)."""
+    return "generated" if design == "inside" else f"generated-{design}"
+
+
+def _rows(rng: np.random.Generator, design: str, size: tuple[int, ...], levels: int | None) -> np.ndarray:
+    """Rows of a generated design inside the public box [-1, 1]."""
+    if design == "concentrated":
+        return rng.uniform(-CONCENTRATED_HALF, CONCENTRATED_HALF, size=size)
+    if design == "heavy":
+        return np.clip(HEAVY_SCALE * rng.standard_t(2.0, size=size), -0.95, 0.95)
+    if levels is None:
+        return rng.uniform(-0.5, 0.5, size=size)
+    return _grid_values(rng, -0.5, 0.5, int(levels), size)
 
 
 def _grid_values(rng: np.random.Generator, lo: float, hi: float, levels: int, size: tuple[int, ...]) -> np.ndarray:
@@ -197,6 +218,14 @@ def generated(task: str, n: int = 1000, seed: int = 0, mode: str = "at", regress
     canary, so all of ``D`` lies inside the middle of the box and only ``D'``
     reaches the bounds (best against ranges read from the data).
 
+    ``design="concentrated"``: every row lies within ``CONCENTRATED_HALF`` of
+    the centre (the outcome's noise shrunk alike), so the canary at the bounds
+    is an outlier by a factor of about 50 relative to the data: a guard, a
+    decline or a branch that reacts to a row far from the others (rather than
+    to the public bounds) fires on ``D'`` only. ``design="heavy"``: rows
+    ``HEAVY_SCALE t(2)`` clipped to +-0.95, a heavy-tailed base with a few rows
+    near the bounds already. Both replace the data row farthest from the canary.
+
     ``levels=L``: the columns (and the outcome) take ``L`` equally spaced
     values on the same ranges instead of continuous ones, so the data set has
     few distinct rows. DP must hold on every data set, so such a pair is as
@@ -216,19 +245,17 @@ def generated(task: str, n: int = 1000, seed: int = 0, mode: str = "at", regress
     if task == "mean":
         if int(columns) != columns or columns < 1:
             raise ValueError(f"columns must be a positive integer, got {columns!r}")
-        if levels is None:
-            X = rng.uniform(-0.5, 0.5, size=(n, int(columns)))
-        else:
-            X = _grid_values(rng, -0.5, 0.5, int(levels), (n, int(columns)))
+        X = _rows(rng, design, (n, int(columns)), levels)
         cols = tuple(f"x{j + 1}" for j in range(int(columns)))
         facts = PublicFacts(instance="audit-generated", study="audit", task=task, n=n, d=len(cols), columns=cols,
                             bounds={c: (-1.0, 1.0) for c in cols})
         return _mirrored(TaskData(X), facts, mode) if design == "mirror" else \
-            make_neighbours(TaskData(X), facts, mode, "generated")
+            make_neighbours(TaskData(X), facts, mode, _source(design))
     if regressors not in (1, 2):
         raise ValueError(f"regressors must be 1 or 2, got {regressors!r}")
-    Z = rng.uniform(-0.5, 0.5, size=(n, 2)) if levels is None else _grid_values(rng, -0.5, 0.5, int(levels), (n, 2))
-    y = np.clip(0.5 * Z[:, 0] - 0.25 * Z[:, 1] + rng.normal(0.0, 0.2, n), -0.6, 0.6)
+    Z = _rows(rng, design, (n, 2), levels)
+    noise = 0.2 * (CONCENTRATED_HALF / 0.5 if design == "concentrated" else 1.0)
+    y = np.clip(0.5 * Z[:, 0] - 0.25 * Z[:, 1] + rng.normal(0.0, noise, n), -0.6, 0.6)
     if levels is not None:  # the outcome on a grid of the same size over [-0.6, 0.6]
         step = 1.2 / (int(levels) - 1)
         y = -0.6 + step * np.round((y + 0.6) / step)
@@ -242,7 +269,7 @@ def generated(task: str, n: int = 1000, seed: int = 0, mode: str = "at", regress
                         coef_index=1 if task == "sce" else None, bounds=bounds, intercept=True)
     if design == "mirror":
         return _mirrored(TaskData(X, y), facts, mode)
-    return make_neighbours(TaskData(X, y), facts, mode, "generated")
+    return make_neighbours(TaskData(X, y), facts, mode, _source(design))
 
 
 def _mirrored(data: TaskData, facts: Any, mode: str) -> Neighbours:

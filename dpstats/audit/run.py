@@ -324,6 +324,8 @@ class AuditResult:
     #: attack typically reaches with these trials on a mechanism that spends exactly the claim, and
     #: ``trials_for_half``, the trials with which that bound would reach half the claim
     power: dict[str, Any] = field(default_factory=dict)
+    #: releases spent on the pilots of a design search (not in ``trials``, which the bound rests on)
+    trials_pilot: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -382,7 +384,7 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
           instance: str | None = None, corpus: str | None = None, n: int = 1000, regressors: int = 2, columns: int = 3,
           canary: str = "at", design: str = "both", params: dict[str, Any] | None = None,
           neighbours: Neighbours | None = None, levels: int | None = None, time_limit: float = DEFAULT_TIME_LIMIT,
-          memory_mb: float = DEFAULT_MEMORY_MB, isolate: bool = True,
+          memory_mb: float = DEFAULT_MEMORY_MB, isolate: bool = True, search_share: float = 0.2,
           log: Callable[[str], None] | None = None) -> AuditResult:
     """Audit one algorithm at one privacy level.
 
@@ -408,10 +410,14 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         Size of the generated data set, its regressors (sce, linreg) and its columns (mean).
     canary : {"at", "beyond"}
         Canary at the public bounds or beyond them.
-    design : {"both", "mirror", "inside"}
+    design : {"both", "search", "mirror", "inside", "concentrated", "heavy"}
         Generated data sets (:func:`~dpstats.audit.neighbours.generated`):
-        ``"both"`` audits each design with half the trials and half of
-        ``alpha``; ignored with ``instance``.
+        ``"both"`` audits mirror and inside, each with half the trials and
+        half of ``alpha``; ``"search"`` runs a pilot of every design on
+        ``search_share`` of the trials (its own seeds), keeps the design whose
+        pilot separates ``D`` from ``D'`` best, and runs the counted audit on
+        it with the other trials and all of ``alpha`` (the choice is made on
+        releases that the bound does not use); ignored with ``instance``.
     params : dict, optional
         Hyperparameters of the algorithm.
     neighbours : Neighbours, optional
@@ -426,6 +432,8 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
     isolate : bool
         Run the releases in the worker pool under the limits (default);
         ``False`` runs them in this process without limits (for debugging).
+    search_share : float in (0, 1)
+        With ``design="search"``, the share of the trials spent on the pilots.
 
     Returns
     -------
@@ -449,12 +457,17 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         raise ValueError(f"--delta must lie in [0, 1), got {delta!r}")
     if canary not in CANARY_MODES:
         raise ValueError(f"--canary must be one of {CANARY_MODES}, got {canary!r}")
-    if design not in DESIGNS + ("both",):
-        raise ValueError(f"--design must be one of {DESIGNS + ('both',)}, got {design!r}")
+    if design not in DESIGNS + ("both", "search"):
+        raise ValueError(f"--design must be one of {DESIGNS + ('both', 'search')}, got {design!r}")
+    if not (isinstance(search_share, (int, float)) and 0.0 < search_share < 1.0):
+        raise ValueError(f"--search-share must lie in (0, 1), got {search_share!r}")
     cls = resolve_algorithm(algorithm, task)
     task = cls.task
-    k_designs = 2 if (design == "both" and neighbours is None and instance is None) else 1
+    generated_data = neighbours is None and instance is None
+    k_designs = 2 if (design == "both" and generated_data) else 1
     need = k_designs * min_trials(eps, dlt, 1.0 - (1.0 - conf) / k_designs)
+    if design == "search" and generated_data:
+        need = int(math.ceil(need / (1.0 - search_share)))
     if int(trials) != trials or trials < need:
         raise ValueError(f"--trials: {trials!r} releases cannot give any bound above the claimed epsilon = {eps:g} "
                          f"at confidence {conf:g}; at least {need} are needed")
@@ -492,9 +505,24 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
                 neighbours = with_task(neighbours, task)
     if neighbours is not None:
         pairs = [neighbours]
+    elif design == "search":
+        cands = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=d,
+                           levels=levels) for d in DESIGNS]
+        pilot = int(search_share * trials) // len(cands)
+        chosen, search = _search_design(cls, cands, eps, dlt, conf, pilot, seed, workers, params, log, lim)
+        used = pilot * len(cands)
+        res = _audit_pair(cls, chosen, eps, dlt, conf, trials - used, seed, workers, params, log, t_start, lim)
+        res.data = {**res.data, "search": search}
+        scores = ", ".join(f"{x['design']} {x['score']:.3g}" for x in search)
+        res.notes.append(f"design chosen by a search: pilots of {pilot} releases on each of {len(cands)} designs "
+                         f"(pilot bounds: {scores}); the bound comes from {trials - used} other releases on "
+                         f"{chosen.source}")
+        res.trials_pilot = used
+        res.power = audit_power(eps, dlt, trials - used, conf, res.bounds, 1)
+        return res
     elif design == "both":
         pairs = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=d,
-                           levels=levels) for d in DESIGNS]
+                           levels=levels) for d in ("mirror", "inside")]
     else:
         pairs = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=design,
                            levels=levels)]
@@ -522,6 +550,29 @@ def audit_power(epsilon: float, delta: float, trials: int, confidence: float, bo
         "counted": counted,
         "designs": designs,
     }
+
+
+def _search_design(cls: type, cands: list[Neighbours], eps: float, dlt: float, conf: float, pilot: int, seed: int,
+                   workers: int, params: dict[str, Any], log: Callable[[str], None] | None,
+                   limits: Limits | None) -> tuple[Neighbours, list[dict[str, Any]]]:
+    """The candidate pair whose pilot audit separates best, and every pilot's score.
+
+    Each pilot is a small audit on its own seeds (``seed + 7919 (k + 1)``), so the counted audit that follows
+    reuses none of its releases. The score is the pilot's counted lower bound; ties (typically all 0 with few
+    releases) go to the largest bound of any estimator, then to the exposure of the canary runs, then to the
+    first design.
+    """
+    rows = []
+    for k, nb in enumerate(cands):
+        r = _audit_pair(cls, nb, eps, dlt, conf, pilot, seed + 7919 * (k + 1), workers, params, log,
+                        time.perf_counter(), limits)
+        info = max((b["epsilon"] for b in r.bounds if math.isfinite(b["epsilon"])), default=0.0)
+        if any(math.isinf(b["epsilon"]) for b in r.bounds):
+            info = math.inf
+        rows.append({"design": nb.source, "score": float(r.epsilon_lower), "any_bound": float(info),
+                     "exposure": float(r.exposure.get("median_bound", 0.0) or 0.0), "trials": pilot, "k": k})
+    best = max(rows, key=lambda x: (x["score"], x["any_bound"], x["exposure"], -x["k"]))
+    return cands[best["k"]], [{k: v for k, v in x.items() if k != "k"} for x in rows]
 
 
 def _merge(parts: list["AuditResult"], conf: float, seconds: float) -> "AuditResult":

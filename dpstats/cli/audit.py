@@ -43,8 +43,12 @@ def _build_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--levels", type=int, metavar="L",
                    help="generated data on a grid of L values per column (few distinct rows: fast for bhs_affine)")
     p.add_argument("--canary", choices=("at", "beyond"), default="at", help="canary at or beyond the public bounds")
-    p.add_argument("--design", choices=("both", "mirror", "inside"), default="both",
-                   help="generated pair: replaced row mirrored at the bounds, inside the data, or both (default)")
+    p.add_argument("--design", choices=("both", "search", "mirror", "inside", "concentrated", "heavy"), default="both",
+                   help="generated pair: replaced row mirrored at the bounds, inside the data, rows concentrated near "
+                        "the centre (the canary an outlier), heavy-tailed rows; both = mirror and inside (default); "
+                        "search = a pilot on every design, then the counted audit on the one that separates best")
+    p.add_argument("--search-share", type=float, default=0.2,
+                   help="with --design search: share of the trials spent on the pilots (default 0.2)")
     p.add_argument("--progress", action="store_true", help="report progress on stderr")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     return p
@@ -60,7 +64,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     res = audit(args.algorithm, task=args.task, epsilon=args.epsilon, delta=args.delta, trials=args.trials,
                 confidence=args.confidence, seed=args.seed, workers=args.workers, instance=args.instance,
                 corpus=args.corpus, n=args.n, regressors=args.regressors, columns=args.columns, canary=args.canary,
-                design=args.design, levels=args.levels, time_limit=args.time_limit, memory_mb=args.memory_limit,
+                design=args.design, search_share=args.search_share, levels=args.levels, time_limit=args.time_limit, memory_mb=args.memory_limit,
                 log=(lambda m: print(m, file=sys.stderr)) if args.progress else None)
     print(_dump(res.to_dict()) if args.json else res.summary())
     return 1 if res.violation else 0

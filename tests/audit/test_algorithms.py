@@ -125,6 +125,25 @@ def test_a_fallback_is_an_outcome_and_an_honest_one_is_not_flagged():
     assert not honest.violation, honest.summary()
 
 
+def test_the_design_search_finds_a_decline_on_a_relative_outlier():
+    """Rows spread over half the box never trigger it (so 'both' cannot see it); the concentrated design does."""
+    fixed = audit(broken.DeclineOnRelativeOutlier, trials=2000, workers=2)
+    assert not fixed.violation and fixed.errors["declined"] == 0
+    found = audit(broken.DeclineOnRelativeOutlier, trials=2500, design="search", workers=2)
+    assert found.violation, found.summary()
+    assert found.data["source"] == "generated-concentrated"
+    assert [x["design"] for x in found.data["search"]] == ["generated-mirror", "generated", "generated-concentrated",
+                                                          "generated-heavy"]
+    assert found.trials_pilot == 4 * (500 // 4) and found.trials == 2500 - found.trials_pilot
+    assert "design chosen by a search" in found.summary()
+
+
+def test_the_design_search_leaves_an_honest_algorithm_alone():
+    r = audit("adaptive_clip", task="mean", trials=2500, design="search", workers=2)
+    assert not r.violation, r.summary()
+    assert r.epsilon_lower <= r.epsilon_claimed and len(r.data["search"]) == 4
+
+
 def test_forgotten_factor_two_in_sigma_is_flagged_at_epsilon_3():
     r = audit(broken.ClipHalfSigma, epsilon=3.0, trials=4000, design="mirror", workers=2)
     assert r.violation and r.epsilon_lower > 3.0, r.summary()
