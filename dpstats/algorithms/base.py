@@ -273,19 +273,44 @@ class Algorithm(Configurable, ABC):
     # helpers for subclasses -------------------------------------------------
 
     @staticmethod
-    def release(estimate: Any, accountant: Accountant, **details: Any) -> Release:
-        """Build a :class:`Release` from an accountant that must be exhausted."""
+    def release(estimate: Any, accountant: Accountant, *, std_error: Any = None, df: float | None = None,
+                bias_bound: Any = None, **details: Any) -> Release:
+        """Build a :class:`Release` from an accountant that must be exhausted.
+
+        Parameters
+        ----------
+        estimate : array-like
+            The released estimate (a scalar for one coordinate).
+        accountant : Accountant
+            Its ledger becomes the release's; it must have spent its whole budget.
+        std_error, bias_bound : array-like, optional
+            The interval's standard error and bias allowance, shaped like
+            ``estimate`` (a scalar for one coordinate); stored as float arrays
+            of at least one dimension. ``None`` (the default): no interval.
+        df : float, optional
+            Degrees of freedom of a Student-t interval; ``None`` for a normal one.
+        **details
+            The release's ``details``. ``std_error``, ``df`` and ``bias_bound``
+            are the interval's fields, never ``details`` keys.
+        """
         if not accountant.exhausted():
             raise RuntimeError(
                 f"privacy accounting: spent {accountant.spent:.6g} of {accountant.capacity:.6g} "
                 f"{accountant.unit}; an algorithm must spend exactly its budget"
             )
+
+        def as_array(a: Any) -> np.ndarray | None:
+            return None if a is None else np.atleast_1d(np.asarray(a, dtype=float))
+
         return Release(
             estimate=np.atleast_1d(np.asarray(estimate, dtype=float)),
             epsilon=accountant.epsilon,
             delta=accountant.delta,
             ledger=tuple(accountant.ledger),
             details=details,
+            std_error=as_array(std_error),
+            df=None if df is None else float(df),
+            bias_bound=as_array(bias_bound),
         )
 
     @staticmethod

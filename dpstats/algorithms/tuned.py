@@ -19,6 +19,9 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from dpstats.algorithms.base import Param
+from dpstats.algorithms.registry import _REGISTRY, get, register
+
 #: where tuned configurations live (shipped with the package)
 TUNED_DIR = Path(__file__).resolve().parents[1] / "tuned"
 
@@ -30,8 +33,6 @@ def tuned_name(algorithm: str, epsilon: float) -> str:
 
 def _derive(base: type, cls_name: str, name: str, params: Mapping[str, Any], source: str, **attrs: Any) -> type:
     """The subclass ``cls_name`` of ``base`` named ``name``, with ``params`` as defaults (each citing ``source``)."""
-    from dpstats.algorithms.base import Param
-
     unknown = sorted(set(params) - set(base.defaults))
     if unknown:
         raise ValueError(f"hyperparameter(s) {unknown} are not among {base.name}'s")
@@ -76,7 +77,7 @@ def load_tuned(directory: str | Path | None = None, resolve: Callable[[str, str]
     if not d.is_dir():
         return []
     if resolve is None:
-        from dpstats.algorithms import get as resolve
+        resolve = get
     out = []
     for path in sorted(d.glob("*.json")):
         try:
@@ -92,8 +93,6 @@ def load_tuned(directory: str | Path | None = None, resolve: Callable[[str, str]
 
 def register_tuned(directory: str | Path | None = None) -> list[type]:
     """Register the accepted tuned variants as roster entries; idempotent; ``[]`` for an empty folder."""
-    from dpstats.algorithms import _REGISTRY, register
-
     done = []
     for cls in load_tuned(directory):
         key = (cls.task, cls.name)
@@ -145,8 +144,6 @@ def api_variant(base: type) -> type:
 
 def register_api_variants() -> list[type]:
     """Register ``<algorithm>[api]`` for each task's :data:`API_DEFAULTS`; idempotent."""
-    from dpstats.algorithms import _REGISTRY, get, register
-
     done = []
     for task, name in API_DEFAULTS.items():
         key = (task, api_name(name))

@@ -250,3 +250,48 @@ def test_warnings_follow_the_interpretation_class(cls):
             assert not leak, (cls.name, key, leak)
         else:
             assert leak and any(cls.interpretation in m for m in leak), (cls.name, key, caught)
+
+
+def test_release_carries_the_interval():
+    """``Algorithm.release`` builds a release with its interval in one call, stored as ``conf_int`` reads it."""
+    from types import SimpleNamespace
+
+    from dpstats.algorithms.base import Algorithm
+
+    acc = SimpleNamespace(exhausted=lambda: True, epsilon=1.0, delta=1e-6, ledger=[])
+    point = Algorithm.release(2.0, acc, k=3)
+    assert point.std_error is None and point.df is None and point.bias_bound is None
+    assert dict(point.details) == {"k": 3}
+    out = Algorithm.release(2.0, acc, std_error=0.5, df=9, bias_bound=0.0, k=3)
+    assert dict(out.details) == {"k": 3}  # the interval's fields are no details
+    assert isinstance(out.df, float) and out.df == 9.0
+    for a, want in ((out.std_error, 0.5), (out.bias_bound, 0.0)):
+        assert isinstance(a, np.ndarray) and a.dtype == float and a.shape == (1,) and a[0] == want
+    se = np.array([0.5, np.inf])
+    vec = Algorithm.release(np.zeros(2), acc, std_error=se, bias_bound=np.ones(2))
+    assert vec.std_error is se and vec.df is None  # float arrays are kept as they are
+    lo, hi = out.conf_int(0.95)
+    assert lo[0] < 2.0 - 0.5 * 1.96 and hi[0] > 2.0 + 0.5 * 1.96  # Student-t with 9 df: wider than normal
+
+
+def test_no_details_key_is_an_interval_field():
+    """``std_error``, ``df`` and ``bias_bound`` are keyword arguments of ``release``: never ``details`` keys."""
+    for cls in ALGORITHMS:
+        assert not {"std_error", "df", "bias_bound"} & set(cls.public_details), _id(cls)
+
+
+def test_no_import_cycle_in_the_algorithms_package():
+    """No module of ``dpstats.algorithms`` imports one that imports it back (imports inside functions too).
+
+    The registry loads ``BUILTIN_MODULES`` by name (importlib), which the graph does not see; the roster
+    variants of ``dpstats.algorithms.tuned`` reach it through ``registry.after_builtins``.
+    """
+    grimp = pytest.importorskip("grimp")
+    graph = grimp.build_graph("dpstats", cache_dir=None)
+    mods = {m for m in graph.modules if m == "dpstats.algorithms" or m.startswith("dpstats.algorithms.")}
+    cycles = [
+        (a, b) for a in sorted(mods) for b in sorted(graph.find_modules_directly_imported_by(a) & mods)
+        if graph.chain_exists(importer=b, imported=a)
+    ]
+    assert not cycles, cycles
+    assert graph.find_modules_directly_imported_by("dpstats.algorithms.registry") & mods == {"dpstats.algorithms.base"}

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from dpstats.privacy.accounting import Accountant, GDPAccountant, ZCDPAccountant, em_epsilon
-from dpstats.algorithms import coefficient_of, register
+from dpstats.algorithms.registry import coefficient_of, register
 from dpstats.algorithms.linreg._utils import (
     standardised_problem,
     BASIS_DETAILS,

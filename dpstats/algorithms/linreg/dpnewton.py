@@ -61,13 +61,12 @@ Hessian of the objective the steps minimise (no overshoot from a mismatch).
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 from scipy import linalg
 
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon, em_rho
-from dpstats.algorithms import coefficient_of, register
+from dpstats.algorithms.registry import coefficient_of, register
 from dpstats.algorithms.linreg._utils import (
     BASIS_DETAILS,
     SIGNED_GRID,
@@ -403,12 +402,11 @@ class DPNewton(Algorithm):
             # last step's noise is N(0, sigma^2 I) (post-processing of released values)
             v = L.T @ theta
             theta = theta * max(0.0, 1.0 - (d - 2) * sigma**2 / max(float(v @ v), 1e-300))
-        out = self.release(
-            basis.coef_to_raw(theta), acc, ridge=lam, clip=C, clip_quantile=qc, k_sd=k_sd,
-            sigma_xx=cal.sigma_xx, guard=guard, **basis.details,
-        )
+        beta = basis.coef_to_raw(theta)
+        details = dict(ridge=lam, clip=C, clip_quantile=qc, k_sd=k_sd, sigma_xx=cal.sigma_xx, guard=guard,
+                       **basis.details)
         if cov_g is None:
-            return out
+            return self.release(beta, acc, **details)
         # covariance of theta = L^{-T} cov_g L^{-T}'; raw coefficients are affine in theta (Jacobian J)
         Li = linalg.solve_triangular(L.T, np.eye(d), lower=False)
         cov_t = Li @ cov_g @ Li.T
@@ -433,8 +431,8 @@ class DPNewton(Algorithm):
         if clipped:
             se = np.full(d, np.inf)
             check = "far beyond the clips"
-        return replace(out, std_error=se, df=float(max(n - d, 1)), bias_bound=bias,
-                       details={**out.details, "interval_check": check})
+        return self.release(beta, acc, std_error=se, df=float(max(n - d, 1)), bias_bound=bias, **details,
+                            interval_check=check)
 
     def _fallback(self, y, S, acc, rng, n, d, guard, lam, qc, k_sd, cal, basis):
         """The guard's release: the intercept-only model at a private median of ``y``, an infinite interval.
@@ -454,13 +452,13 @@ class DPNewton(Algorithm):
         # 2^36, and 0 is the safer intercept (a public rule on n and the budget)
         if S.intercept is not None and eps_m * n / 4.0 >= math.log(SIGNED_GRID.size) + 2.0:
             beta[S.intercept] = med
-        out = self.release(beta, acc, ridge=lam, clip_quantile=qc, k_sd=k_sd,
-                           sigma_xx=cal.sigma_xx, guard=guard, **basis.details,
-                           fallback="intercept-only model at a private median of y (the point guard: "
-                                    + ", ".join(guard) + ")")
-        if float(self.params["se_share"]) <= 0:
-            return out
-        return replace(out, std_error=np.full(d, np.inf), df=float(max(n - d, 1)), bias_bound=np.zeros(d))
+        interval = {}
+        if float(self.params["se_share"]) > 0:
+            interval = dict(std_error=np.full(d, np.inf), df=float(max(n - d, 1)), bias_bound=np.zeros(d))
+        return self.release(beta, acc, **interval, ridge=lam, clip_quantile=qc, k_sd=k_sd,
+                            sigma_xx=cal.sigma_xx, guard=guard, **basis.details,
+                            fallback="intercept-only model at a private median of y (the point guard: "
+                                     + ", ".join(guard) + ")")
 
 
 coefficient_of(DPNewton)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
-from dpstats.algorithms import coefficient_of, register
+from dpstats.algorithms.registry import coefficient_of, register
 from dpstats.algorithms.linreg._utils import (
     BASIS_DETAILS,
     SIGNED_GRID,

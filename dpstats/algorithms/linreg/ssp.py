@@ -30,7 +30,7 @@ import math
 import numpy as np
 
 from dpstats.privacy.accounting import ZCDPAccountant
-from dpstats.algorithms import coefficient_of, register
+from dpstats.algorithms.registry import coefficient_of, register
 from dpstats.algorithms.linreg._utils import (
     standardised_problem,
     BASIS_DETAILS,

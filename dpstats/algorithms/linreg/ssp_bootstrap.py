@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from dpstats.algorithms import register
+from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Decline, Param, PublicFacts, Release, TaskData
 from dpstats.algorithms.linreg._utils import Structure, release_ssp, solve_floor, ssp_calibration, upper_to_sym
 from dpstats.algorithms.linreg.adassp import RAW_BOUNDS_DETAILS, raw_bounds
@@ -194,9 +194,8 @@ class SSPBootstrap(Algorithm):
         bias = np.abs(np.mean(draws, axis=0) - theta) + weak_bias
         if lost or (need and bool(p["clip_guard"])):
             se = np.full(d, np.inf)
-        out = self.release(theta, acc, **det, sigma_xx=cal.sigma_xx, sigma_xy=cal.sigma_xy, sigma_yy=s_yy,
-                           residual_variance=s2)
-        return replace(out, std_error=se, df=float(max(n - d, 1)), bias_bound=bias)
+        return self.release(theta, acc, std_error=se, df=float(max(n - d, 1)), bias_bound=bias, **det,
+                            sigma_xx=cal.sigma_xx, sigma_xy=cal.sigma_xy, sigma_yy=s_yy, residual_variance=s2)
 
 
 @register

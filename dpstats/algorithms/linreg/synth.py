@@ -8,7 +8,7 @@ argument (post-processing of the synthesizer's release).
 
 from __future__ import annotations
 
-from dpstats.algorithms import coefficient_of, register
+from dpstats.algorithms.registry import coefficient_of, register
 from dpstats.algorithms._synth_estimate import make_classes
 
 CLASSES = [register(cls) for cls in make_classes("linreg")]

@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from dpstats.algorithms import coefficient_of, register
+from dpstats.algorithms.registry import coefficient_of, register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.linreg._utils import block_ols
 from dpstats.privacy.accounting import PureAccountant

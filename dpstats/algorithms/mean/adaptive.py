@@ -30,7 +30,7 @@ from dataclasses import replace
 import numpy as np
 from scipy import stats
 
-from dpstats.algorithms import register
+from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.mean._utils import (
     DEFAULT_RANGE,
@@ -425,9 +425,8 @@ def _box_release(algo, X, center, half, acc, rng, *, se_share=0.0, find=None, ks
     est[live] = center[live] + half[live] * noisy
     if noise_out is not None:
         noise_out["sigma"] = sigma
-    out = algo.release(est, acc, center=center, half=half, final="box", **details)
     if not want:
-        return out
+        return algo.release(est, acc, center=center, half=half, final="box", **details)
     if var_z is None:
         var_z = np.zeros(d)
         var_z[live] = n / max(n - 1, 1) * np.maximum(m2 - noisy * noisy, 0.0) + sig_v  # one noise sd: errs wide
@@ -438,7 +437,8 @@ def _box_release(algo, X, center, half, acc, rng, *, se_share=0.0, find=None, ks
         edge = range_failed(second, second_sig)
     se, bias = _interval_parts(n, var_z, np.full(d, sigma**2), half, find, kstar, excess, edge)
     se = np.where(live, se, np.inf)
-    return replace(out, std_error=se, df=float(max(n - 1, 1)), bias_bound=bias)
+    return algo.release(est, acc, std_error=se, df=float(max(n - 1, 1)), bias_bound=bias, center=center, half=half,
+                        final="box", **details)
 
 
 _COMMON = {
@@ -664,12 +664,11 @@ class AdaptiveWhiten(Algorithm):
         sigma = acc.gaussian_sigma(sens, fraction=acc.remaining / rho)
         u_est = acc.gaussian("clipped mean (whitened ball)", ball_mean(U, cu, R), sensitivity=sens, sigma=sigma,
                              rng=rng, note="ball of radius R: sensitivity 2R/n")
-        out = self.release(
-            center + half * (Winv @ u_est), acc, center=center, half=half, final="ball", radius=R, eigenvalues=lam
-        )
+        est = center + half * (Winv @ u_est)
+        ball = dict(center=center, half=half, final="ball", radius=R, eigenvalues=lam)
         noise_z = 2.0 * sigma * np.sqrt(np.sum(Winv * Winv, axis=1))  # two sd of the final noise per column, in z
         if not want_se:
-            return guarded(out, noise_z)
+            return guarded(self.release(est, acc, **ball), noise_z)
         # noise N(0, sigma^2 I) in u is Winv N(0, sigma^2 I) in z
         se, bias = _interval_parts(n, var_z, sigma**2 * np.sum(Winv * Winv, axis=1), half, find, kstar, excess,
                                    range_failed(np.diag(M)[:d], sig_m))
@@ -681,4 +680,4 @@ class AdaptiveWhiten(Algorithm):
         if far_u:
             se = np.full(d, np.inf)
         bias = bias + ball_bias
-        return guarded(replace(out, std_error=se, df=float(max(n - 1, 1)), bias_bound=bias), noise_z)
+        return guarded(self.release(est, acc, std_error=se, df=float(max(n - 1, 1)), bias_bound=bias, **ball), noise_z)

@@ -43,7 +43,7 @@ import math
 
 import numpy as np
 
-from dpstats.algorithms import register
+from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.privacy.accounting import PureAccountant
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpstats.algorithms import register
+from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.mean._utils import clipped_mean
 from dpstats.privacy.accounting import GDPAccountant

@@ -19,7 +19,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from dpstats.algorithms import register
+from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.mean._utils import (
     DEFAULT_RANGE,

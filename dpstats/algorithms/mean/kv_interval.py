@@ -29,11 +29,10 @@ never used.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 
-from dpstats.algorithms import register
+from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Decline, Param, PublicFacts, Release, TaskData
 from dpstats.algorithms.mean._utils import DEFAULT_RANGE, prior_box
 from dpstats.algorithms.mean.adaptive import private_column_ranges, range_failed
@@ -150,5 +149,5 @@ class KVInterval(Algorithm):
         sd = np.full(d, np.nan)
         sd[live] = half[live] * np.sqrt(var_z)
         bias = np.where(find, half * 2.0 * kstar / (n * stretch * stretch), 0.0)
-        out = self.release(est, acc, center=center, half=half, sd=sd, sigma_mean=half * sig_m)
-        return replace(out, std_error=se, df=float(max(n - 1, 1)), bias_bound=bias)
+        return self.release(est, acc, std_error=se, df=float(max(n - 1, 1)), bias_bound=bias, center=center,
+                            half=half, sd=sd, sigma_mean=half * sig_m)

@@ -33,12 +33,11 @@ exponential mechanisms (``eps^2/8`` each).
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 from scipy import stats
 
-from dpstats.algorithms import register
+from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts
 from dpstats.algorithms.sce._utils import (
     block_fwl,
@@ -232,13 +231,13 @@ class _BLBBase(Algorithm):
         # prior balls (and so v_up) are read from the data: neither is reported
         if self.data_bounds:
             return self.release(est, acc, k=k)
-        out = self.release(est, acc, k=k, variance_upper=v_up, mean_ball=(mean_c, mean_r))
         if invalid is None:
-            return out
+            return self.release(est, acc, k=k, variance_upper=v_up, mean_ball=(mean_c, mean_r))
         se = blb_std_error(v_up, mean_nv)
         if invalid > float(p["max_invalid"]) * k + 3.0 * sig_c:
             se = math.inf  # too many subsets carry no estimate: the CoinPress mean is pulled to its centre
-        return replace(out, std_error=np.array([se]), df=None, bias_bound=np.zeros(1))
+        return self.release(est, acc, std_error=se, df=None, bias_bound=0.0, k=k, variance_upper=v_up,
+                            mean_ball=(mean_c, mean_r))
 
 
 _DEFAULTS = {

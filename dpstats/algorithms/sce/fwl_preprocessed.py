@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
-from dpstats.algorithms import register
+from dpstats.algorithms.registry import register
 from dpstats.algorithms.sce._utils import (
     EM_BOUND,
     adaptive_quantile,

@@ -34,12 +34,12 @@ Accounting is zCDP (exponential mechanisms ``eps^2/8``; Gaussian
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
-from dpstats.algorithms import register
+from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts
 from dpstats.algorithms.sce._utils import (
     EM_BOUND,
@@ -992,8 +992,7 @@ class FWLScore(Algorithm):
         est, det = fwl_score_release(data.X, data.y, facts, acc, rng, **p)
         se, bias = det.pop("std_error", None), det.pop("bias_bound", None)
         idf = det.pop("interval_df", None)
-        out = self.release(est, acc, **det)
         if se is None:
-            return out
+            return self.release(est, acc, **det)
         df = float(max(data.X.shape[0] - data.X.shape[1], 1)) if idf is None else idf
-        return replace(out, std_error=np.array([se]), df=df, bias_bound=np.array([bias]))
+        return self.release(est, acc, std_error=se, df=df, bias_bound=bias, **det)

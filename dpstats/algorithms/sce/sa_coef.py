@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from dpstats.algorithms import register
+from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.sce._utils import (
     block_fwl,

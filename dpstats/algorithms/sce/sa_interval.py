@@ -36,11 +36,10 @@ blocks of ``3 d + 10`` rows under misspecification, which matters when
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 
-from dpstats.algorithms import register
+from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts
 from dpstats.algorithms.sce._utils import block_fwl, choose_blocks, private_interval, random_blocks, symmetric_grid
 from dpstats.privacy.accounting import PureAccountant
@@ -105,9 +104,9 @@ class SAInterval(Algorithm):
         s1 = acc.laplace("Laplace winsorised sum", float(np.sum(t)), sensitivity=hi - lo, epsilon=e_mean, rng=rng,
                          note=f"sensitivity U-L={hi - lo:.6g}")
         est = c + s1 / k
-        out = self.release(est, acc, k=k, range=(lo, hi), block_sd=math.nan, outside=float(cnt))
         if k < 2:
-            return replace(out, std_error=np.array([math.inf]), df=1.0, bias_bound=np.zeros(1))
+            return self.release(est, acc, std_error=math.inf, df=1.0, bias_bound=0.0, k=k, range=(lo, hi),
+                                block_sd=math.nan, outside=float(cnt))
         b1, b2, b0 = (hi - lo) / e_mean, h * h / e_var, 1.0 / e_cnt
         m1 = s1 / k
         # one noise sd of the squares added: the noisy spread errs wide
@@ -117,5 +116,5 @@ class SAInterval(Algorithm):
         if cnt > float(p["max_outside"]) * k + slack or slack > float(p["max_outside"]) * k:
             # too many blocks invalid or winsorised, or too few blocks for the count to tell
             se = math.inf
-        out = out.with_details(block_sd=math.sqrt(var_b))
-        return replace(out, std_error=np.array([se]), df=float(k - 1), bias_bound=np.zeros(1))
+        return self.release(est, acc, std_error=se, df=float(k - 1), bias_bound=0.0, k=k, range=(lo, hi),
+                            block_sd=math.sqrt(var_b), outside=float(cnt))
