@@ -35,6 +35,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("synth/mechanisms/fem.py", "FEM._synthesize.ftpl"):
         "follow-the-perturbed-leader on the privately selected queries and public cells: post-processing",
     ("audit/neighbours.py", "generated"): "generates the audit's synthetic base data set (not a release)",
+    ("audit/neighbours.py", "_rows"): "draws the rows of the audit's generated designs (not a release)",
     ("synth/mechanisms/ron_gauss.py", "RONGauss._synthesize"):
         "samples synthetic rows from the released Gaussian model (post-processing)",
     ("ols/r_engine.py", "_match_columns"): "a fixed probe vector matching R's columns to Python's (not a release)",
