@@ -110,6 +110,7 @@ DEFAULT_TESTS = [
     "tests/algorithms/*/test_calibration*.py",
     "tests/algorithms/*/test_algorithms.py",
     "tests/algorithms/test_details_allowlist.py",
+    "tests/algorithms/test_synth_estimate.py",
     "tests/privacy/test_*.py",
 ]
 
@@ -717,7 +718,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--file", action="append", help="only mutants of files matching this glob or substring (repeatable)")
     ap.add_argument("--kind", action="append", help="only mutants of this kind (repeatable)")
     ap.add_argument("--mutant", action="append", help="only the mutant with this id (file:line:col:kind; repeatable)")
-    ap.add_argument("--tests", action="append", help="test file globs (repeatable; default: calibration, alg, allow-list, secure, privacy)")
+    ap.add_argument("--tests", action="append", help="test file globs (repeatable; default: calibration, alg, allow-list, synth-estimate, privacy)")
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
     ap.add_argument("--json", type=Path, help="write the results as JSON")
     ap.add_argument("--markdown", type=Path, help="write the result table as Markdown (for the docs)")

@@ -1044,3 +1044,56 @@ def test_bhs_laplace_and_gaussian_scales(spies):
     expect = mu + V @ (np.sqrt(np.maximum(lam, 0) * c2) * z)
     assert np.allclose(out.estimate, expect, rtol=RTOL, atol=0)
     assert np.any(np.abs(out.estimate - mu) > 0)
+
+
+@pytest.mark.parametrize("task,name,kw,expected", [
+    # PTR Laplace at eps_1 = eps / 2 (scale 1 / eps_1; the reference code's scale eps_1), depth score sensitivity 1
+    ("linreg", "tukeyem", {"n": 4000}, {"propose-test-release (Laplace)": (1.0, 0.2),
+                                       "restricted Tukey-depth exponential mechanism": (1.0, None)}),
+    ("linreg", "tukeyem_refcode", {"n": 4000}, {"propose-test-release (Laplace)": (1.0, 5.0),
+                                               "restricted Tukey-depth exponential mechanism": (1.0, None)}),
+    # the score test: sensitivity 2, Laplace scale 2 / (eps / 3)
+    ("mean", "bhs_affine", {"n": 123000, "columns": 1, "levels": 5},
+     {"bhs23 (PTR eps/3, delta/6; Gaussian 2eps/3, 5delta/6)": (2.0, 0.6)}),
+])
+def test_measurements_record_their_sensitivity_and_scale(task, name, kw, expected):
+    """A measurement's ledger entry records the sensitivity and scale of its argument (at eps 10)."""
+    import warnings
+
+    from dpstats.algorithms import Release
+    from dpstats.audit.neighbours import generated
+
+    nb = generated(task, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = get(task, name)().run(nb.base, nb.facts, 10.0, 1e-6, np.random.default_rng(0))
+    assert isinstance(out, Release), getattr(out, "reason", "")
+    got = {e.mechanism: (e.sensitivity, e.scale) for e in out.ledger}
+    for name_, (sens, scale) in expected.items():
+        assert got[name_][0] == pytest.approx(sens, rel=1e-12)
+        assert got[name_][1] == (None if scale is None else pytest.approx(scale, rel=1e-12))
+
+
+def test_dpnewton_interval_adds_the_noise_of_the_steps_it_drew(monkeypatch):
+    """The sigma that the interval's covariance (newton_meat) adds is the scale the ledger charged for the last step."""
+    import warnings
+
+    import dpstats.algorithms.linreg.dpnewton as dn
+    from dpstats.data.corpus import Corpus
+
+    seen = []
+    real = dn.newton_meat
+
+    def spy(W, r, wn, C, sigma, *args, **kw):
+        seen.append(sigma)
+        return real(W, r, wn, C, sigma, *args, **kw)
+
+    monkeypatch.setattr(dn, "newton_meat", spy)
+    inst = Corpus.public().instance("engel_food_linreg")
+    cls = get("linreg", "dpnewton")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = cls(**cls.interval_params).run(inst.task_data(), inst.facts, 10.0, 1e-6, np.random.default_rng(0))
+    steps = [e for e in out.ledger if e.mechanism.startswith("Newton step")]
+    assert len(seen) == 1 and steps
+    assert seen[0] == pytest.approx(steps[-1].scale, rel=1e-12)
