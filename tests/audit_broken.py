@@ -113,15 +113,17 @@ class DeclineOnRelativeOutlier(AdaptiveClip):
         return super()._run(data, facts, epsilon, delta, rng)
 
 
+def _prior_centre(out, reason: str):
+    """The release replaced by the prior centre (0), marked as a fallback."""
+    return replace(out, estimate=np.zeros_like(out.estimate), details={**out.details, "fallback": reason})
+
+
 class FallbackOnOutlier(AdaptiveClip):
     name = "audit_broken_fallback_on_outlier"
 
     def _run(self, data, facts, epsilon, delta, rng):
         out = super()._run(data, facts, epsilon, delta, rng)
-        if np.abs(data.X).max() > 0.9:
-            return replace(out, estimate=np.zeros_like(out.estimate),
-                           details={**out.details, "fallback": "prior centre: a value near the bounds (raw data)"})
-        return out
+        return _prior_centre(out, "prior centre: a value near the bounds (raw data)") if np.abs(data.X).max() > 0.9 else out
 
 
 class FallbackOnRelease(AdaptiveClip):
@@ -129,10 +131,8 @@ class FallbackOnRelease(AdaptiveClip):
 
     def _run(self, data, facts, epsilon, delta, rng):
         out = super()._run(data, facts, epsilon, delta, rng)
-        if float(np.max(out.estimate)) > 0.015:  # decided on the release (about half of them): post-processing
-            return replace(out, estimate=np.zeros_like(out.estimate),
-                           details={**out.details, "fallback": "prior centre: the release lies far out"})
-        return out
+        # decided on the release (about half of them): post-processing
+        return _prior_centre(out, "prior centre: the release lies far out") if float(np.max(out.estimate)) > 0.015 else out
 
 
 class CrashSometimes(AdaptiveClip):

@@ -61,3 +61,15 @@ def public_corpus():
     from dpstats.data.corpus import Corpus
 
     return Corpus.public()
+
+
+@pytest.fixture
+def restore_registry():
+    """Plugins register themselves: keep them out of other tests' registry (the registry as it was, after the test)."""
+    from dpstats import algorithms as A
+
+    A.list_algorithms()
+    snap = dict(A._REGISTRY)
+    yield
+    A._REGISTRY.clear()
+    A._REGISTRY.update(snap)

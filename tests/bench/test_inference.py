@@ -54,16 +54,7 @@ class OracleNarrow(_Oracle):
     SCALE = 0.25
 
 
-@pytest.fixture(autouse=True)
-def _restore_registry():
-    """Plugins register themselves; keep them out of other tests' registry."""
-    from dpstats import algorithms as A
-
-    A.list_algorithms()
-    snap = dict(A._REGISTRY)
-    yield
-    A._REGISTRY.clear()
-    A._REGISTRY.update(snap)
+pytestmark = pytest.mark.usefixtures("restore_registry")  # plugins register themselves
 
 
 @pytest.fixture(scope="module")

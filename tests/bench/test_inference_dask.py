@@ -16,15 +16,7 @@ RUN = dict(algorithms=["fwl_score", "adaptive_whiten"], tasks=["sce", "mean"],
            instances=["mroz87_lwage", "mean_mroz87_lwage"], epsilons=[1.0], inference=True)
 
 
-@pytest.fixture(autouse=True)
-def _restore_registry():
-    from dpstats import algorithms as A
-
-    A.list_algorithms()
-    snap = dict(A._REGISTRY)
-    yield
-    A._REGISTRY.clear()
-    A._REGISTRY.update(snap)
+pytestmark = pytest.mark.usefixtures("restore_registry")  # plugins register themselves
 
 
 def _rows(path):

@@ -61,16 +61,7 @@ class CoinFallback(_ADASSP):  # type: ignore[misc, valid-type]
         return out
 
 
-@pytest.fixture(autouse=True)
-def _restore_registry():
-    """The plugin registers itself; keep it out of other tests' registry."""
-    from dpstats import algorithms as A
-
-    A.list_algorithms()
-    snap = dict(A._REGISTRY)
-    yield
-    A._REGISTRY.clear()
-    A._REGISTRY.update(snap)
+pytestmark = pytest.mark.usefixtures("restore_registry")  # plugins register themselves
 
 
 def _problem(iid: str) -> Problem:

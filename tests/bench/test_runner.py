@@ -24,16 +24,7 @@ P = "tests.plugins_hostile:"
 GOOD = [P + "NoisyMean", P + "NoisyOLS", P + "NoisyCoef"]
 
 
-@pytest.fixture(autouse=True)
-def _restore_registry():
-    """Plugins register themselves; keep them out of other tests' registry."""
-    from dpstats import algorithms as A
-
-    A.list_algorithms()
-    snap = dict(A._REGISTRY)
-    yield
-    A._REGISTRY.clear()
-    A._REGISTRY.update(snap)
+pytestmark = pytest.mark.usefixtures("restore_registry")  # plugins register themselves
 
 
 def config(corpus, results, **kw):

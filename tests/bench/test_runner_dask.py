@@ -12,15 +12,7 @@ from dpstats.bench.store import read_trials
 P = "tests.plugins_hostile:"
 
 
-@pytest.fixture(autouse=True)
-def _restore_registry():
-    from dpstats import algorithms as A
-
-    A.list_algorithms()
-    snap = dict(A._REGISTRY)
-    yield
-    A._REGISTRY.clear()
-    A._REGISTRY.update(snap)
+pytestmark = pytest.mark.usefixtures("restore_registry")  # plugins register themselves
 
 
 def test_dask_local_cluster_gives_the_local_results(mroz_corpus, tmp_path):

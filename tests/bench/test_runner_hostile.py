@@ -19,15 +19,7 @@ from tests.plugins_hostile import HOSTILE
 P = "tests.plugins_hostile:"
 
 
-@pytest.fixture(autouse=True)
-def _restore_registry():
-    from dpstats import algorithms as A
-
-    A.list_algorithms()
-    snap = dict(A._REGISTRY)
-    yield
-    A._REGISTRY.clear()
-    A._REGISTRY.update(snap)
+pytestmark = pytest.mark.usefixtures("restore_registry")  # plugins register themselves
 
 
 def test_hostile_algorithms_get_their_status_and_the_run_completes(mroz_corpus, tmp_path):

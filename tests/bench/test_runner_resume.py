@@ -25,15 +25,7 @@ ARGS = ["--algorithm", P + "SlowMean", P + "NoisyOLS", "--task", "mean", "linreg
 TOTAL = 2 * 4 * 12
 
 
-@pytest.fixture(autouse=True)
-def _restore_registry():
-    from dpstats import algorithms as A
-
-    A.list_algorithms()
-    snap = dict(A._REGISTRY)
-    yield
-    A._REGISTRY.clear()
-    A._REGISTRY.update(snap)
+pytestmark = pytest.mark.usefixtures("restore_registry")  # plugins register themselves
 
 
 def start(corpus, results):

@@ -250,17 +250,6 @@ class RngProbe(Algorithm):
                        delta=delta)
 
 
-@pytest.fixture
-def _restore_registry():
-    from dpstats import algorithms as A
-
-    A.list_algorithms()
-    snap = dict(A._REGISTRY)
-    yield
-    A._REGISTRY.clear()
-    A._REGISTRY.update(snap)
-
-
 ALGOS = ["fwl_score", "dpnewton", "adaptive_whiten", "tests.privacy.test_randomness:RngProbe"]
 
 
@@ -269,7 +258,7 @@ def _config(corpus, results, secure):
                          workers=1, secure=secure)
 
 
-def test_bench_secure_runs_and_records_the_flag(mroz_corpus, tmp_path, _restore_registry):
+def test_bench_secure_runs_and_records_the_flag(mroz_corpus, tmp_path, restore_registry):
     path = tmp_path / "secure.sqlite"
     summary = R.run_bench(_config(mroz_corpus, path, True), out=io.StringIO())
     # 5 algorithms (dpnewton runs on sce too) x 2 seeds
