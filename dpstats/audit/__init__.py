@@ -49,8 +49,8 @@ from dpstats.audit.exposure import (
     summarize_exposure,
 )
 
-from dpstats.audit.power import exact_gaussian_sigma, gaussian_power, trials_for_power
-from dpstats.audit.run import AuditResult, audit, audit_power
+from dpstats.audit.power import audit_power, exact_gaussian_sigma, gaussian_power, trials_for_power
+from dpstats.audit.run import AuditResult, audit
 
 __all__ = [
     "AuditResult", "audit", "audit_power", "exact_gaussian_sigma", "gaussian_power", "trials_for_power",

@@ -22,13 +22,15 @@ be stronger where they count.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy import optimize, special
 
 from dpstats.audit import bounds as B
 
-__all__ = ["exact_gaussian_sigma", "evaluation_runs", "gaussian_power", "trials_for_power"]
+__all__ = ["exact_gaussian_sigma", "evaluation_runs", "gaussian_power", "trials_for_power", "min_trials",
+           "audit_power"]
 
 
 def _gaussian_delta(sigma: float, epsilon: float) -> float:
@@ -142,3 +144,44 @@ def trials_for_power(target: float, epsilon: float, delta: float, confidence: fl
         else:
             lo = mid
     return int(hi)
+
+
+def _perfect_cp(n_side: int, alpha_each: float, delta: float) -> float:
+    """The Clopper-Pearson bound of a test that separates ``n_side`` runs per side perfectly."""
+    if n_side < 1:
+        return 0.0
+    lo = alpha_each ** (1.0 / n_side)
+    return float(B._eps_from_rates(lo, 1.0 - lo, delta))
+
+
+def min_trials(epsilon: float, delta: float, confidence: float, n_estimators: int = 2) -> int:
+    """Fewest trials with which a perfect attack could show a bound above ``epsilon`` (Clopper-Pearson)."""
+    alpha_each = (1.0 - confidence) / n_estimators / 2.0
+    t = 8
+    while _perfect_cp(t // 4, alpha_each, delta) <= epsilon:
+        t *= 2
+        if t > 1 << 40:
+            break
+    lo, hi = t // 2, t
+    while hi - lo > 4:
+        mid = (lo + hi) // 2
+        if _perfect_cp(mid // 4, alpha_each, delta) > epsilon:
+            hi = mid
+        else:
+            lo = mid
+    return int(hi)
+
+
+def audit_power(epsilon: float, delta: float, trials: int, confidence: float, bounds: list[dict[str, Any]],
+                designs: int) -> dict[str, Any]:
+    """The power statement of an audit (:mod:`dpstats.audit.power`), with its estimators and designs."""
+    counted = len({b["estimator"] for b in bounds if b.get("counts")}) or 2
+    args = (epsilon, delta)
+    return {
+        "gaussian_bound": gaussian_power(*args, trials, confidence, counted, designs),
+        "trials_for_half": trials_for_power(epsilon / 2.0, *args, confidence, counted, designs),
+        "mechanism": "Gaussian, exactly (epsilon, delta)-DP" if delta > 0 else "Laplace at epsilon",
+        "estimator": "clopper_pearson, ideal threshold, expected counts",
+        "counted": counted,
+        "designs": designs,
+    }

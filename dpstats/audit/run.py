@@ -57,14 +57,14 @@ from dpstats.algorithms import Algorithm, Decline, Release, get, list_algorithms
 from dpstats.bench.trial import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, CallJob, CallResult, Limits, WorkerPool
 from dpstats.privacy.accounting import zcdp_epsilon
 from dpstats.audit import bounds as B
-from dpstats.audit import power as P
+from dpstats.audit.power import audit_power, min_trials
 from dpstats.audit.result import AuditResult
 from dpstats.audit.attack import (DECLINED, ERROR, FALLBACK, KIND_NAMES, KINDS, MEMORY, RELEASED, STATISTICS, TIMEOUT, Runs,
                                   fit_statistic)
 from dpstats.audit.exposure import exposure, summarize_exposure
 from dpstats.audit.neighbours import CANARY_MODES, DESIGNS, Neighbours, from_instance, generated
 
-__all__ = ["AuditResult", "audit", "audit_power", "resolve_algorithm", "min_trials", "ESTIMATORS"]
+__all__ = ["AuditResult", "audit", "resolve_algorithm", "ESTIMATORS"]
 
 ESTIMATORS = ("clopper_pearson", "one_run", "zcdp", "gdp")
 _MAX_THRESHOLDS = 300
@@ -125,32 +125,6 @@ def _limits_dict(limits: Limits | None) -> dict[str, float] | None:
 
 def _limits_text(limits: Limits | None) -> str:
     return "none (not isolated)" if limits is None else f"{limits.time:g} s, {limits.memory_mb:g} MB per release"
-
-
-def _perfect_cp(n_side: int, alpha_each: float, delta: float) -> float:
-    """The Clopper-Pearson bound of a test that separates ``n_side`` runs per side perfectly."""
-    if n_side < 1:
-        return 0.0
-    lo = alpha_each ** (1.0 / n_side)
-    return float(B._eps_from_rates(lo, 1.0 - lo, delta))
-
-
-def min_trials(epsilon: float, delta: float, confidence: float, n_estimators: int = 2) -> int:
-    """Fewest trials with which a perfect attack could show a bound above ``epsilon`` (Clopper-Pearson)."""
-    alpha_each = (1.0 - confidence) / n_estimators / 2.0
-    t = 8
-    while _perfect_cp(t // 4, alpha_each, delta) <= epsilon:
-        t *= 2
-        if t > 1 << 40:
-            break
-    lo, hi = t // 2, t
-    while hi - lo > 4:
-        mid = (lo + hi) // 2
-        if _perfect_cp(mid // 4, alpha_each, delta) > epsilon:
-            hi = mid
-        else:
-            lo = mid
-    return int(hi)
 
 
 # --------------------------------------------------------------------------
@@ -419,6 +393,7 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
                 from dpstats.audit.neighbours import with_task
 
                 neighbours = with_task(neighbours, task)
+    used, search = 0, None  # releases spent on a design search's pilots, and their scores
     if neighbours is not None:
         pairs = [neighbours]
     elif design == "search":
@@ -426,16 +401,7 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
                            levels=levels) for d in DESIGNS]
         pilot = int(search_share * trials) // len(cands)
         chosen, search = _search_design(cls, cands, eps, dlt, conf, pilot, seed, workers, params, log, lim)
-        used = pilot * len(cands)
-        res = _audit_pair(cls, chosen, eps, dlt, conf, trials - used, seed, workers, params, log, t_start, lim)
-        res.data = {**res.data, "search": search}
-        scores = ", ".join(f"{x['design']} {x['score']:.3g}" for x in search)
-        res.notes.append(f"design chosen by a search: pilots of {pilot} releases on each of {len(cands)} designs "
-                         f"(pilot bounds: {scores}); the bound comes from {trials - used} other releases on "
-                         f"{chosen.source}")
-        res.trials_pilot = used
-        res.power = audit_power(eps, dlt, trials - used, conf, res.bounds, 1)
-        return res
+        pairs, used = [chosen], pilot * len(cands)
     elif design == "both":
         pairs = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=d,
                            levels=levels) for d in ("mirror", "inside")]
@@ -443,29 +409,21 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         pairs = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=design,
                            levels=levels)]
     if len(pairs) == 1:
-        res = _audit_pair(cls, pairs[0], eps, dlt, conf, trials, seed, workers, params, log, t_start, lim)
+        res = _audit_pair(cls, pairs[0], eps, dlt, conf, trials - used, seed, workers, params, log, t_start, lim)
     else:
         conf_each = 1.0 - (1.0 - conf) / len(pairs)
         parts = [_audit_pair(cls, nb, eps, dlt, conf_each, trials // len(pairs), seed + k, workers, params, log,
                              time.perf_counter(), lim) for k, nb in enumerate(pairs)]
         res = _merge(parts, conf, time.perf_counter() - t_start)
-    res.power = audit_power(eps, dlt, trials, conf, res.bounds, len(pairs))
+    if search is not None:
+        res.data = {**res.data, "search": search}
+        scores = ", ".join(f"{x['design']} {x['score']:.3g}" for x in search)
+        res.notes.append(f"design chosen by a search: pilots of {used // len(search)} releases on each of "
+                         f"{len(search)} designs (pilot bounds: {scores}); the bound comes from {trials - used} "
+                         f"other releases on {pairs[0].source}")
+        res.trials_pilot = used
+    res.power = audit_power(eps, dlt, trials - used, conf, res.bounds, len(pairs))
     return res
-
-
-def audit_power(epsilon: float, delta: float, trials: int, confidence: float, bounds: list[dict[str, Any]],
-                designs: int) -> dict[str, Any]:
-    """The power statement of an audit (:mod:`dpstats.audit.power`), with its estimators and designs."""
-    counted = len({b["estimator"] for b in bounds if b.get("counts")}) or 2
-    args = (epsilon, delta)
-    return {
-        "gaussian_bound": P.gaussian_power(*args, trials, confidence, counted, designs),
-        "trials_for_half": P.trials_for_power(epsilon / 2.0, *args, confidence, counted, designs),
-        "mechanism": "Gaussian, exactly (epsilon, delta)-DP" if delta > 0 else "Laplace at epsilon",
-        "estimator": "clopper_pearson, ideal threshold, expected counts",
-        "counted": counted,
-        "designs": designs,
-    }
 
 
 def _search_design(cls: type, cands: list[Neighbours], eps: float, dlt: float, conf: float, pilot: int, seed: int,

@@ -13,10 +13,11 @@ import sys
 import numpy as np
 import pytest
 
-from dpstats.audit import run as audit_run
+from dpstats.audit import power as audit_power_mod
 from dpstats.audit.attack import DECLINED, ERROR, RELEASED, Runs, fit_statistic
 from dpstats.audit.neighbours import generated
-from dpstats.audit.run import audit, min_trials
+from dpstats.audit.power import min_trials
+from dpstats.audit.run import audit
 from tests import audit_broken as broken
 
 
@@ -69,8 +70,8 @@ def test_declines_are_outputs_of_the_statistic():
 
 def test_min_trials():
     need = min_trials(1.0, 1e-6, 0.95)
-    assert audit_run._perfect_cp(need // 4, 0.05 / 4, 1e-6) > 1.0
-    assert audit_run._perfect_cp((need - 8) // 4, 0.05 / 4, 1e-6) <= 1.0
+    assert audit_power_mod._perfect_cp(need // 4, 0.05 / 4, 1e-6) > 1.0
+    assert audit_power_mod._perfect_cp((need - 8) // 4, 0.05 / 4, 1e-6) <= 1.0
     assert min_trials(5.0, 1e-6, 0.95) > need
 
 
