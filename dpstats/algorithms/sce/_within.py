@@ -17,10 +17,14 @@ its group, for any pair function ``f`` with values in a set of norm ``<= F``:
   replacement across groups therefore moves ``sum_g (1/n_g) sum f`` by at
   most ``3 F``, one within a group by at most ``2 F`` (its own ``m - 1``
   pairs, on both sides).
-* For terms in ``[0, F]`` (squares, indicator counts) the dropped pairs and
-  the re-weighted ones move the sum in opposite directions: removal moves it
-  within ``[-F, F / 2]``, addition within ``[-F / 2, F]``, so a replacement
-  by at most ``1.5 F``.
+* For terms in an interval ``[a, a + F]`` that contains 0 (squares and
+  indicator counts in ``[0, F]``; the quantile scores' ``1[v <= g] - q`` in
+  ``[-q, 1 - q]``) the dropped pairs and the re-weighted ones move the sum in
+  opposite directions: removal moves it within
+  ``[-(a + F) + a / 2, -a + (a + F) / 2]``, addition within
+  ``[a - (a + F) / 2, (a + F) - a / 2]``, so a replacement by at most
+  ``1.5 F``, whatever ``a``. A pair left out of a count (a zero difference)
+  is a term 0, inside the interval.
 * For positive semi-definite terms ``D D'`` with ``||D|| <= B`` (the scatter),
   a replacement changes the sum by ``P - Q`` with ``P`` (the re-weighted pairs
   of the old group and the new pairs) and ``Q`` (the dropped pairs and the
@@ -51,7 +55,8 @@ __all__ = [
     "PAIR_SUM_SENSITIVITY",
     "PAIR_SQUARE_SENSITIVITY",
     "pair_scatter_sensitivity",
-    "pair_quantile_sensitivity",
+    "PAIR_QUANTILE_SENSITIVITY",
+    "pair_quantile_scores",
     "private_pair_quantile",
 ]
 
@@ -66,14 +71,9 @@ def pair_scatter_sensitivity(B: float) -> float:
     return float(3.0 / math.sqrt(2.0) * B * B)
 
 
-def pair_quantile_sensitivity(q: float) -> float:
-    """Sensitivity of :func:`private_pair_quantile`'s scores at level ``q``: ``1.5 (1 + q)``.
-
-    The weighted counts below and above a grid point move by at most 1.5
-    (terms in ``[0, 1]``), and so does the weighted count of non-zero
-    differences that sets the target ``q W``.
-    """
-    return PAIR_SQUARE_SENSITIVITY * (1.0 + q)
+#: sensitivity of :func:`pair_quantile_scores` at any level ``q``: each score is ``-max(0, A, B)`` with ``A``, ``B``
+#: weighted pair sums of terms in an interval of width 1 that contains 0 (see the module docstring)
+PAIR_QUANTILE_SENSITIVITY = PAIR_SQUARE_SENSITIVITY
 
 
 def group_ids(D: np.ndarray) -> np.ndarray:
@@ -205,16 +205,30 @@ def private_pair_quantile(
 ) -> float:
     """Upper edge of the grid cell holding the weighted ``q``-quantile of pair values ``f(i, j) >= 0``; ``epsilon``-DP.
 
-    Tie-robust scores as :func:`~dpstats.privacy.mechanisms.grid_quantile_scores`,
-    on weighted counts: ``-max(0, c(g_{k-1}) - q W, q W - c(g_k))`` with
-    ``W`` the total weight (of the non-zero values with ``nonzero``).
-    Sensitivity :func:`pair_quantile_sensitivity`; drawn and charged to
-    ``acc`` as ``mechanism``.
+    The scores of :func:`pair_quantile_scores` (sensitivity
+    :data:`PAIR_QUANTILE_SENSITIVITY`), drawn and charged to ``acc`` as
+    ``mechanism``.
+    """
+    scores = pair_quantile_scores(cells, f, q, grid, nonzero)
+    k = acc.exponential(mechanism, scores, sensitivity=PAIR_QUANTILE_SENSITIVITY, epsilon=epsilon, rng=rng,
+                        bound=bound, note=note)
+    return float(grid[k])
+
+
+def pair_quantile_scores(cells: WithinCells, f: Callable[[np.ndarray, np.ndarray], np.ndarray], q: float,
+                         grid: np.ndarray, nonzero: bool = True) -> np.ndarray:
+    """Tie-robust scores of the grid for the weighted ``q``-quantile of pair values ``f(i, j) >= 0``.
+
+    As :func:`~dpstats.privacy.mechanisms.grid_quantile_scores`, on weighted
+    counts: ``-max(0, c(g_{k-1}) - q W, q W - c(g_k))`` with ``W`` the total
+    weight (of the non-zero values with ``nonzero``). Both ``c(g) - q W`` and
+    ``q W - c(g)`` are weighted pair sums of ``+-(1[v <= g] - q)``, terms in
+    an interval of width 1 that contains 0 (0 for a pair left out), so a
+    replaced row moves every score by at most
+    :data:`PAIR_QUANTILE_SENSITIVITY` = 1.5 at every ``q``.
     """
     c, W = cells.weighted_counts(f, grid, nonzero)
     r = q * W
     c_prev = np.concatenate([[0.0], c[:-1]])
-    scores = -np.maximum.reduce([np.zeros_like(c), c_prev - r, r - c])
-    k = acc.exponential(mechanism, scores, sensitivity=pair_quantile_sensitivity(q), epsilon=epsilon, rng=rng,
-                        bound=bound, note=note)
-    return float(grid[k])
+    scores: np.ndarray = -np.maximum.reduce([np.zeros_like(c), c_prev - r, r - c])
+    return scores

@@ -53,11 +53,11 @@ from dpstats.algorithms.sce._utils import (
     private_location_scale,
 )
 from dpstats.algorithms.sce._within import (
+    PAIR_QUANTILE_SENSITIVITY,
     PAIR_SQUARE_SENSITIVITY,
     PAIR_SUM_SENSITIVITY,
     WithinCells,
     group_ids,
-    pair_quantile_sensitivity,
     pair_scatter_sensitivity,
     private_pair_quantile,
     within_cells,
@@ -394,7 +394,7 @@ def _partial_out_within(
         scale[c] = scale_factor * sc
     Sd = W / scale
     # a quantile level the mechanism can locate, from public counts (the score sensitivity is at most 3)
-    q_row = adaptive_quantile(int(cells.public_weight), e_em / pair_quantile_sensitivity(1.0), kappa, q_max=q_row_max)
+    q_row = adaptive_quantile(int(cells.public_weight), e_em / PAIR_QUANTILE_SENSITIVITY, kappa, q_max=q_row_max)
     B = private_pair_quantile(
         cells, lambda i, k: np.linalg.norm(np.clip(Sd[i] - Sd[k], -col_clip, col_clip), axis=1), q_row,
         positive_grid(1e-3, 1e4), e_em, rng, acc=acc, mechanism="grid quantile (pair difference norm)",
@@ -571,7 +571,7 @@ def fwl_score_release(
     if any(need):
         e_q = em_epsilon(q_share * rho / sum(need), bound=EM_BOUND)
         if within:
-            q_uv = adaptive_quantile(int(cells.public_weight), e_q / pair_quantile_sensitivity(1.0), kappa)
+            q_uv = adaptive_quantile(int(cells.public_weight), e_q / PAIR_QUANTILE_SENSITIVITY, kappa)
             for k, (vec, mult, cap, lab) in enumerate([(u, c_u, B_u, "u"), (v, c_v, B_v, "v")]):
                 if need[k]:
                     qk = private_pair_quantile(cells, lambda i, m, vec=vec: np.abs(vec[i] - vec[m]), q_uv,

@@ -21,10 +21,11 @@ import statsmodels.formula.api as smf
 
 from dpstats.algorithms import get
 from dpstats.algorithms.sce._within import (
+    PAIR_QUANTILE_SENSITIVITY,
     PAIR_SQUARE_SENSITIVITY,
     PAIR_SUM_SENSITIVITY,
     group_ids,
-    pair_quantile_sensitivity,
+    pair_quantile_scores,
     pair_scatter_sensitivity,
     within_cells,
 )
@@ -144,6 +145,35 @@ def test_pair_sum_and_count_sensitivities_hold_and_are_nearly_reached():
     assert worst_c.max() > 0.5 * PAIR_SQUARE_SENSITIVITY, worst_c
 
 
+@pytest.mark.parametrize("q,reached", [(0.1, 1.23), (0.5, 1.14), (0.9, 1.14)])
+def test_pair_quantile_score_sensitivity_is_one_and_a_half_at_every_level(q, reached):
+    """The weighted quantile scores move by at most 1.5 under a replacement that may change the group, at any q.
+
+    Group 0: one far row and rows a little apart (removing the far row drops pairs above every grid point
+    and up-weights pairs below); group 1: two clusters 1.8 apart with distinct values; group 2: spread
+    values; group 3: copies of 0 (pairs left out of the counts).
+    """
+    m = 12
+    u = np.concatenate([[100.0], 1e-3 * np.arange(1, m), 0.9 * np.tile([1.0, -1.0], m // 2) + 1e-4 * np.arange(m),
+                        10.0 * np.arange(6), np.zeros(6)])
+    g = np.array([0] * m + [1] * m + [2] * 6 + [3] * 6)
+    grid = np.array([1e-4, 0.5, 1.0, 2.0, 50.0])
+
+    def scores(u, g):
+        cells = within_cells(g, 4, np.random.default_rng(0), ONE_CELL)
+        return pair_quantile_scores(cells, lambda i, j: np.abs(u[i] - u[j]), q, grid)
+
+    base = scores(u, g)
+    worst = 0.0
+    for i, val, h in _replacements(u.size, [0.0, 1e-3, 0.5, 0.9, -0.9, 5.0, 25.0, 100.0], 4):
+        u2, g2 = u.copy(), g.copy()
+        u2[i], g2[i] = val, h
+        worst = max(worst, float(np.abs(scores(u2, g2) - base).max()))
+    assert worst <= PAIR_QUANTILE_SENSITIVITY + 1e-12
+    # reached: a halved sensitivity would not hold; the earlier bound 1.5 (1 + q) was 2.85 at q = 0.9
+    assert worst > reached, worst
+
+
 def test_pair_scatter_sensitivity_holds_and_is_nearly_reached():
     rng = np.random.default_rng(20)
     B, p = 1.0, 2
@@ -185,10 +215,10 @@ def test_absorbed_release_draws_noise_at_the_pair_sensitivities(corpus, iid, eps
         sigma = sens / math.sqrt(2 * ent[mech].cost)  # zCDP: rho = Delta^2 / (2 sigma^2)
         assert any(math.isclose(sc, sigma, rel_tol=1e-9) for sc in drawn), (mech, sigma, drawn)
     assert ent["Gaussian sum of clip(u) clip(v)"].scale == pytest.approx(d["sigma_S"], rel=1e-12)
-    # the within medians score at level 0.5: sensitivity 1.5 (1 + 0.5)
+    # the within medians and quantiles score with sensitivity 1.5 at every level
     meds = [e for e in out.ledger if e.mechanism.startswith("grid median of within pair differences")]
-    assert len(meds) == d["private_columns"] and all(e.sensitivity == pytest.approx(2.25) for e in meds)
-    assert pair_quantile_sensitivity(0.5) == pytest.approx(2.25)
+    assert len(meds) == d["private_columns"] and all(e.sensitivity == 1.5 for e in meds)
+    assert all(e.sensitivity == 1.5 for e in out.ledger if e.mechanism.startswith("grid quantile |"))
     assert sum(e.cost for e in out.ledger) == pytest.approx(zcdp_rho(eps, DELTA), rel=1e-9)
     # the within clipping quantiles split q_share of rho: the rest of stage 2 takes what remains, so only
     # their own cost shows a doubled epsilon
