@@ -138,6 +138,13 @@ _SOURCE = Path("<data>")
 #: The start of the reason of the API's decline on too few rows (a public rule, see :func:`_too_few_rows`).
 _TINY_PREFIX = "too few rows for a private estimate at this epsilon"
 
+#: The remedy for a failed private standardisation. Declared ranges do not replace that step by default
+#: (``use_bounds``); a range of exactly (0, 1) does spare a column.
+_STANDARDISATION_REMEDY = (
+    "Use a larger epsilon or more rows, or fewer regressors: each column that is standardised privately takes a "
+    "share of that step's budget (0/1 variables declared with bounds (0, 1) are not). With tight declared ranges "
+    "for every regressor and the outcome, use_bounds=True scales them by those ranges instead.")
+
 #: Plain words for fwl_score's ``interval_check`` (why its interval is infinite) and the remedy; ``{coef}``
 #: is the coefficient's name.
 _CHECK_WORDS: dict[str, tuple[str, str]] = {
@@ -154,21 +161,20 @@ _CHECK_WORDS: dict[str, tuple[str, str]] = {
         "biases the estimate by an amount the interval cannot see",
         "Use fewer controls or coarser fixed effects, a larger epsilon or more rows."),
     "far beyond the clips": (
-        "too many rows lie far beyond the private clipping thresholds (a heavy-tailed or sparse {coef} or "
-        "outcome), so clipping may bias the estimate by more than its interval could show",
+        "too many rows lie far beyond the private clipping thresholds (a heavy-tailed or sparse variable among "
+        "{coef} and the outcome), so clipping may bias the estimate by more than its interval could show",
         "Declare bounds for {coef} and the outcome (bounds={{...}}), transform a heavy-tailed variable (e.g. its "
         "log), or use a larger epsilon or more rows."),
     "failed standardisation": (
         "the private standardisation of the columns failed: the budget was too small to find the scale of the "
         "data",
-        "Declare bounds for the outcome and every regressor (bounds={{...}}), which replace that step, or use a "
-        "larger epsilon."),
+        _STANDARDISATION_REMEDY.replace("{", "{{").replace("}", "}}")),
 }
 
 
 def _infinite_cause(check: str | None, method: str, coef: str | None) -> tuple[str, str]:
     """Why an interval is infinite (from the method's ``interval_check`` when it has one) and the remedy."""
-    name = coef or "the regressor"
+    name = coef or "the regressors"
     for key, (cause, remedy) in _CHECK_WORDS.items():
         if check and str(check).startswith(key):
             return cause.format(coef=name), remedy.format(coef=name)
@@ -182,8 +188,7 @@ def _fallback_remedy(fallback: str, terms: Sequence[str] = ()) -> str:
     """The remedy for a release that is a fallback, by what the method fell back to (``terms``: those replaced)."""
     f = fallback.lower()
     if "standardis" in f:
-        return ("Declare bounds for the outcome and every regressor (bounds={...}), which replace the private "
-                "standardisation, or use a larger epsilon.")
+        return _STANDARDISATION_REMEDY
     if "prior centre" in f:
         cols = ", ".join(terms) if terms else "these columns"
         return f"Declare bounds for {cols} (bounds={{...}}), or use a larger epsilon or more rows."

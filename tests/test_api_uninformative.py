@@ -56,12 +56,14 @@ def test_uninformative_is_a_read_only_bool_property(releases: tuple[PrivateResul
 
 
 def test_the_reason_names_the_cause_and_a_remedy(releases: tuple[PrivateResult, PrivateResult]) -> None:
-    """The epsilon-1 release failed its private standardisation: the remedy is declared bounds or a larger epsilon."""
+    """The epsilon-1 release failed its private standardisation; bounds are declared, so the remedy is not "declare
+    bounds" but a larger epsilon, fewer regressors, or scaling by the declared ranges (use_bounds)."""
     u, i = releases
     reason = u.uninformative_reason
     assert isinstance(reason, str) and reason.endswith(".")
     assert "standardisation" in reason  # the cause, from the fallback or the interval check
-    assert "Declare bounds for the outcome and every regressor" in reason and "larger epsilon" in reason
+    assert "larger epsilon" in reason and "fewer regressors" in reason and "use_bounds=True" in reason
+    assert "Declare bounds" not in reason
     assert i.uninformative_reason is None
 
 
@@ -142,8 +144,8 @@ def test_infinite_intervals_say_which_check_failed(releases: tuple[PrivateResult
         "denominator is noise": ("cannot be told apart from the privacy noise", "fewer controls"),
         "regression dilution": ("regression dilution", "Use fewer controls"),
         "unresolved controls": ("hides too many directions of the controls", "coarser fixed effects"),
-        "failed standardisation (scales)": ("standardisation of the columns failed", "Declare bounds"),
-        "failed standardisation (Gram)": ("standardisation of the columns failed", "Declare bounds"),
+        "failed standardisation (scales)": ("standardisation of the columns failed", "use_bounds=True"),
+        "failed standardisation (Gram)": ("standardisation of the columns failed", "fewer regressors"),
     }
     for check, (cause, remedy) in expect.items():
         r = dataclasses.replace(u, fallback=None, fallback_terms=(), interval_check=check)
