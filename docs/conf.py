@@ -20,6 +20,9 @@ extensions = [
     "sphinx.ext.mathjax",
     "sphinx.ext.doctest",
     "sphinx.ext.napoleon",
+    # MathJax 3 served from the site's own _static/mathjax/ (copied at the end of the build), not a
+    # CDN, so formulas render in a browser without internet (tests/docs/test_render.py checks it)
+    "sphinx-mathjax-offline",
 ]
 myst_enable_extensions = ["dollarmath", "amsmath", "deflist", "colon_fence"]
 myst_heading_anchors = 3
