@@ -32,9 +32,28 @@ napoleon_numpy_docstring = True
 napoleon_google_docstring = False
 autodoc_typehints = "none"
 autodoc_member_order = "bysource"
-html_theme = "alabaster"
-html_static_path: list[str] = []
-html_theme_options = {"description": "Differential privacy for economists", "fixed_sidebar": True}
+html_theme = "pydata_sphinx_theme"
+html_title = "dpstats"
+html_static_path = ["_static"]
+html_css_files = ["dpstats.css"]
+templates_path = ["_templates"]
+html_theme_options = {
+    # the whole table of contents in the left sidebar (_templates/sidebar-site-nav.html), top-level
+    # pages folded, the current page's branch open; no top-bar links (16 top-level pages do not fit)
+    "navbar_center": [],
+    "show_nav_level": 1,
+    "navigation_depth": 3,
+    "show_toc_level": 2,
+    # nothing fetched from outside at build or view time: no version switcher, no icon links,
+    # no announcement banner
+    "icon_links": [],
+    "navbar_persistent": [],
+    "navbar_end": ["search-button-field", "theme-switcher"],
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version"],
+    "secondary_sidebar_items": ["page-toc"],
+}
+html_sidebars = {"**": ["sidebar-site-nav"]}
 suppress_warnings = ["myst.header"]
 nitpicky = False
 
