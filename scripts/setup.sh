@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up everything dpstats needs on a fresh Debian machine (Python 3.11, root):
 #   - Debian packages: R 4.2 with sandwich, clubSandwich, reticulate, testthat, generics, broom
-#     (for the R engine and the R package) and Chromium (for the report's page tests);
+#     (for the R engine and the R package) and Chromium (for the report's page tests and
+#     tests/docs/test_render.py, which opens the built docs offline);
 #   - a virtual environment .venv with dpstats installed in editable mode with
 #     all extras, pinned by requirements/constraints.txt;
 #   - the R package in r_bridge/ (use it with RETICULATE_PYTHON=$PWD/.venv/bin/python).
