@@ -176,6 +176,7 @@ def test_leaderboard_page_tables(site: Path) -> None:
         assert [r["data-algorithm"] for r in rows] == expect.algorithm.tolist()
         assert [r["class"] for r in rows] == ["ranked"] * 3 + ["comparison"]
     text = (site / "leaderboard-sce-eps1.html").read_text(encoding="utf-8")
+    assert 'Other leaderboards: <a href="leaderboard-mean-eps1.html">' in text
     flaky = lb[(lb.task == "sce") & (lb.slice == "all") & (lb.algorithm == "flaky")].iloc[0]
     shown = ev.format_tau50(flaky.tau50, flaky.reaches)
     assert re.fullmatch(r"∞ \(reaches [1-4]?[0-9]%\)", shown)  # fails on most trials: never reaches 50 %
@@ -245,6 +246,7 @@ def test_profile_plots_draw_the_leaders_and_the_default(tmp_path: Path) -> None:
     report.write_report(df, out, explore=False, public={}, defaults={"mean": "sta5"})
     text = (out / "leaderboard-mean-eps1.html").read_text(encoding="utf-8")
     assert "Not drawn: sta3, sta4, dat3, dat4, dat5 (in profiles.csv)." in text
+    assert "Other leaderboards" not in text  # the only one: no empty list of others
     assert "API default <code>sta5</code>" in text
     svg = (out / "img" / "profile-c-mean-eps1-all.svg").read_text()
     assert svg.count("sta5  τ@50") == 1 and "sta4  τ@50" not in svg
