@@ -2,7 +2,8 @@
 
 The script finds every *calibration site* of the privacy code with :mod:`ast`
 (``dpstats/algorithms/**/*.py``, ``dpstats/privacy/mechanisms.py`` and the
-conversions of ``dpstats/privacy/accounting.py``), makes one mutant per site, runs the relevant tests on
+conversions of ``dpstats/privacy/conversions.py`` and the accountants of
+``accounting.py``), makes one mutant per site, runs the relevant tests on
 each mutant in an isolated copy of the package and reports which mutants the
 tests kill.
 
@@ -34,7 +35,7 @@ Mutant kinds
     ``spend``, ``_charge`` and the package's wrappers around them such as
     ``spend_em``) replaced by the no-op expression ``None``.
 ``conversion``
-    In ``dpstats/privacy/accounting.py``: the value returned by ``gaussian_sigma`` and
+    In ``dpstats/privacy/conversions.py`` and ``accounting.py``: the value returned by ``gaussian_sigma`` and
     ``laplace_scale`` halved, by ``pure_epsilon``, ``gdp_mu`` and
     ``zcdp_rho`` doubled.
 
@@ -103,8 +104,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SURVIVORS_TOML = Path(__file__).resolve().with_name("mutate_calibration_survivors.toml")
 
-SOURCE_GLOBS = ["dpstats/algorithms/**/*.py", "dpstats/privacy/mechanisms.py", "dpstats/privacy/accounting.py"]
-PRIVACY_FILE = "dpstats/privacy/accounting.py"  # the conversions and the accountants' charging calls
+SOURCE_GLOBS = ["dpstats/algorithms/**/*.py", "dpstats/privacy/mechanisms.py", "dpstats/privacy/accounting.py",
+                "dpstats/privacy/conversions.py"]
+#: the conversions and the accountants' charging calls
+PRIVACY_FILES = ("dpstats/privacy/accounting.py", "dpstats/privacy/conversions.py")
 DEFAULT_TESTS = [
     "tests/algorithms/test_calibration_*.py",
     "tests/algorithms/*/test_calibration*.py",
@@ -295,7 +298,7 @@ class _Finder(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         self.stack.append(node.name)
-        if self.rel.endswith(PRIVACY_FILE) and node.name in CONVERSIONS:
+        if self.rel.endswith(PRIVACY_FILES) and node.name in CONVERSIONS:
             rets = [r for r in ast.walk(node) if isinstance(r, ast.Return) and r.value is not None]
             if rets:
                 last = max(rets, key=lambda r: (r.lineno, r.col_offset))
@@ -332,7 +335,7 @@ class _Finder(ast.NodeVisitor):
         name = _called_name(node)
         f = node.func
         sigs = self.sigs
-        in_privacy = self.rel.endswith(PRIVACY_FILE)
+        in_privacy = self.rel.endswith(PRIVACY_FILES)
         charging = any(kw.arg == "sensitivity" for kw in node.keywords)  # acc.laplace(...), not rng.laplace(...)
         if isinstance(f, ast.Attribute) and name in NOISE_METHODS and not charging:
             s = _arg(node, 1, "scale")
@@ -604,7 +607,7 @@ def _priority(nodeid: str) -> int:
 def _prefix_tests(m: Mutant, base: Baseline) -> list[str]:
     stem = Path(m.file).stem.lstrip("_")
     task = next((t for t in TASK_PREFIXES if stem.startswith(t)), None)
-    if task is None or m.file.endswith(("mechanisms.py", "accounting.py")):
+    if task is None or m.file.endswith(("mechanisms.py", "accounting.py", "conversions.py")):
         return list(base.tests)
     return [t for t in base.tests if task in t.split("::")[0] or "alg_" not in t.split("::")[0]]
 
