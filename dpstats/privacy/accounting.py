@@ -481,12 +481,15 @@ class ZCDPAccountant(Accountant):
 
     Examples
     --------
+    >>> import numpy as np
     >>> acc = ZCDPAccountant(1.0, 1e-6)
+    >>> rng = np.random.default_rng(0)
     >>> sigma = acc.gaussian_sigma(sensitivity=2.0, fraction=0.5)
-    >>> acc.spend_gaussian("sum", sensitivity=2.0, sigma=sigma)
-    >>> acc.spend_pure("quantile", epsilon=acc.pure_epsilon(fraction=1.0))
-    >>> acc.exhausted()
-    True
+    >>> noisy_sum = acc.gaussian("sum", 10.0, sensitivity=2.0, sigma=sigma, rng=rng)
+    >>> round(acc.remaining / acc.rho, 12)
+    0.5
+    >>> acc.ledger[0].kind, acc.ledger[0].scale == sigma
+    ('gaussian', True)
     """
 
     unit = "rho"
@@ -514,20 +517,6 @@ class ZCDPAccountant(Accountant):
         if not (0 < fraction <= 1 + _TOL):
             raise ValueError("fraction must lie in (0, 1]")
         return float(math.sqrt(2.0 * fraction * self.remaining))
-
-    def spend_gaussian(self, mechanism: str, sensitivity: float, sigma: float, note: str = "") -> None:
-        """Record a Gaussian mechanism: cost ``sensitivity^2 / (2 sigma^2)``."""
-        if sigma <= 0:
-            raise ValueError("sigma must be > 0")
-        self._charge(mechanism, sensitivity**2 / (2.0 * sigma**2), note)
-
-    def spend_pure(self, mechanism: str, epsilon: float, note: str = "") -> None:
-        """Record an ``epsilon``-DP mechanism: cost ``epsilon^2 / 2`` (Bun and Steinke 2016, Prop. 1.4)."""
-        self._charge(mechanism, epsilon**2 / 2.0, note)
-
-    def spend_rho(self, mechanism: str, rho: float, note: str = "") -> None:
-        """Record a mechanism with a known zCDP cost."""
-        self._charge(mechanism, rho, note)
 
     @staticmethod
     def em_rho(epsilon: float, *, bound: EMBound) -> float:
@@ -598,12 +587,6 @@ class GDPAccountant(Accountant):
             raise ValueError("fraction must lie in (0, 1]")
         return float(sensitivity / (self._mu * math.sqrt(fraction)))
 
-    def spend_gaussian(self, mechanism: str, sensitivity: float, sigma: float, note: str = "") -> None:
-        """Record a Gaussian mechanism: cost ``(sensitivity / sigma)^2``."""
-        if sigma <= 0:
-            raise ValueError("sigma must be > 0")
-        self._charge(mechanism, (sensitivity / sigma) ** 2, note)
-
     def _gaussian_cost(self, sensitivity: float, sigma: float) -> float:
         return float((sensitivity / sigma) ** 2)
 
@@ -633,13 +616,6 @@ class PureAccountant(Accountant):
     @property
     def capacity(self) -> float:
         return self.epsilon
-
-    def spend(self, mechanism: str, epsilon: float, delta: float = 0.0, note: str = "") -> None:
-        """Record an ``(epsilon, delta)``-DP mechanism."""
-        if delta < 0 or self.delta_spent + delta > self.delta * (1 + _TOL) + 1e-300:
-            raise BudgetExceeded(f"{mechanism}: delta {delta:g} exceeds the remaining delta")
-        self._charge(mechanism, epsilon, note)
-        self.delta_spent += delta
 
     def _laplace_charge(self, mechanism: str, epsilon: float, note: str, sensitivity: float, scale: float) -> None:
         self._charge(mechanism, epsilon, note, kind="laplace", sensitivity=sensitivity, scale=scale)

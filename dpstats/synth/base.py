@@ -17,9 +17,9 @@ and return a :class:`DiscreteData` over ``data.domain``. It must
 
 * draw all randomness from ``rng``;
 * pay for every access to ``data.codes`` through ``accountant`` (a
-  :mod:`dpstats.privacy.accounting` accountant: ``spend_gaussian`` /
-  ``spend_pure`` / ``spend_rho``) with noise from
-  :mod:`dpstats.privacy.mechanisms` or ``rng``'s own samplers;
+  :mod:`dpstats.privacy.accounting` accountant), in its charging calls
+  (``gaussian``, ``laplace``, ``exponential``, ``measurement``), which draw
+  the noise from ``rng`` and charge exactly the scale they draw;
 * spend exactly ``accountant.remaining`` *as found on entry* (the accountant
   may already hold a discretiser's spend, see :func:`synthesize_frame`);
   :meth:`synthesize` checks that the ledger is exhausted at the end;

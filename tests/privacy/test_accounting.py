@@ -22,6 +22,7 @@ from dpstats.privacy.accounting import (
     zcdp_rho,
 )
 from dpstats.privacy.mechanisms import exponential_mechanism, private_quantile, private_quantile_grid
+from tests.privacy import direct_charges as dc
 
 EPS = [0.3, 1.0, 3.0, 10.0]
 
@@ -68,24 +69,24 @@ def test_gdp_delta_monotone() -> None:
 
 def test_accountants_spend_exactly() -> None:
     z = ZCDPAccountant(1.0, 1e-6)
-    z.spend_gaussian("a", 1.0, z.gaussian_sigma(1.0, 0.3))
-    z.spend_pure("b", z.pure_epsilon(0.5))
+    dc.spend_gaussian(z, "a", 1.0, z.gaussian_sigma(1.0, 0.3))
+    dc.spend_pure(z, "b", z.pure_epsilon(0.5))
     assert not z.exhausted()
-    z.spend_rho("c", z.remaining)
+    dc.spend_rho(z, "c", z.remaining)
     assert z.exhausted()
     eps, delta = z.achieved()
     assert eps == pytest.approx(1.0, rel=1e-9) and delta == 1e-6
     with pytest.raises(BudgetExceeded):
-        z.spend_rho("d", 1e-6)
+        dc.spend_rho(z, "d", 1e-6)
 
     g = GDPAccountant(3.0, 1e-6)
     for share in (0.5, 0.25, 0.25):
-        g.spend_gaussian("m", 2.0, g.gaussian_sigma(2.0, share))
+        dc.spend_gaussian(g, "m", 2.0, g.gaussian_sigma(2.0, share))
     assert g.exhausted() and g.achieved()[1] == pytest.approx(1e-6, rel=1e-8)
 
     p = PureAccountant(1.0, 1e-6)
-    p.spend("lap", 0.4)
-    p.spend("ptr", 0.6, 1e-6)
+    dc.spend(p, "lap", 0.4)
+    dc.spend(p, "ptr", 0.6, 1e-6)
     assert p.exhausted() and p.achieved() == pytest.approx((1.0, 1e-6))
 
 
@@ -156,10 +157,10 @@ def test_private_quantiles_concentrate() -> None:
         x, 0.5, -100, 100, 1.0, np.random.default_rng(3))
 
 
-def test_spend_gaussian_and_spend_pure_charge_their_formulas() -> None:
+def test_direct_gaussian_and_pure_charges_cost_their_formulas() -> None:
     acc = ZCDPAccountant(10.0, 1e-6)
-    acc.spend_gaussian("g", sensitivity=2.0, sigma=8.0)
-    acc.spend_pure("p", epsilon=0.3)
+    dc.spend_gaussian(acc, "g", sensitivity=2.0, sigma=8.0)
+    dc.spend_pure(acc, "p", epsilon=0.3)
     assert [(s.mechanism, s.cost) for s in acc.ledger] == [("g", pytest.approx(2.0**2 / (2 * 8.0**2))),
                                                           ("p", pytest.approx(0.3**2 / 2))]
     assert acc.spent == pytest.approx(0.03125 + 0.045)

@@ -25,6 +25,7 @@ pytest.importorskip("opacus")
 pytest.importorskip("dp_accounting")
 
 from dpstats.synth.mechanisms import _torch as T  # noqa: E402
+from tests.privacy import direct_charges as dc
 
 GANS = ("dpgan", "dpctgan", "pategan", "patectgan")
 SMALL_CTGAN = {"embedding_dim": 8, "generator_dim": (16,), "discriminator_dim": (16,)}
@@ -145,7 +146,7 @@ def test_dpsgd_noise_drawn_gives_the_budget(name, kw):
     rng = RecordingGenerator(3)
     eps, delta = 2.0, 1e-6
     acc = T.RDPAccountant(eps, delta)
-    acc.spend_pure("earlier", 0.3)                      # e.g. PrivTree's share
+    dc.spend_pure(acc, "earlier", 0.3)                      # e.g. PrivTree's share
     res = syn.synthesize(data, eps, delta, rng, accountant=acc)
     assert res.epsilon <= eps and res.epsilon == pytest.approx(eps, rel=1e-2) and res.delta == delta
     assert res.ledger[-1].kind == "rdp" and acc.exhausted()

@@ -9,6 +9,7 @@ from dpstats.synth.base import DiscreteData, Domain, Synthesizer
 from dpstats.synth.discretize import EqualWidth, PrivTree, encode
 from dpstats.synth.mechanisms.independent import Independent
 from dpstats.synth.pipeline import synthesize_frame
+from tests.privacy import direct_charges as dc
 
 
 def test_ledger_spends_exactly_the_budget(bank):
@@ -64,7 +65,7 @@ def test_contract_is_enforced():
         name = "lazy"
 
         def _synthesize(self, data, accountant, rng, n_rows):
-            accountant.spend_rho("half", accountant.remaining / 2)
+            dc.spend_rho(accountant, "half", accountant.remaining / 2)
             return data
 
     data = DiscreteData(np.zeros((5, 1), dtype=int), Domain(("a",), (2,)))
