@@ -55,10 +55,11 @@ import pandas as pd
 from dpstats.algorithms import get as get_algorithm
 from dpstats.algorithms import list_algorithms
 from dpstats.algorithms.base import INTERPRETATIONS, Decline, Release
+from dpstats.algorithms.release import AlgorithmSpec, Budget, InvalidOutcome, release
 from dpstats.data.corpus import InstanceSpec
 from dpstats.errors import CorpusError
 from dpstats.data.instance import build_instance, design_from_formula, factor_variables
-from dpstats.privacy.accounting import PrivacyLeakWarning, validate_budget
+from dpstats.privacy.accounting import PrivacyLeakWarning
 from dpstats.privacy.randomness import release_generator
 
 __all__ = [
@@ -776,15 +777,6 @@ class PrivateResult:
 # --------------------------------------------------------------------------
 
 
-def _check_budget(epsilon: Any, delta: Any) -> tuple[float, float]:
-    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
-        raise TypeError(f"epsilon must be a positive finite number, got {epsilon!r}")
-    if isinstance(delta, bool) or not isinstance(delta, numbers.Real):
-        raise TypeError(f"delta must be a number in [0, 1), got {delta!r}")
-    validate_budget(epsilon, delta)  # the ranges: the one budget check (dpstats.privacy.accounting)
-    return float(epsilon), float(delta)
-
-
 def _check_seed(seed: Any) -> int | None:
     if seed is None:
         return None
@@ -1082,7 +1074,7 @@ def _check_params(task: str, name: str, cls: type, params: Mapping[str, Any]) ->
             "one row, not a whole cluster. For one coefficient, private_coef's default method (fwl_score) gives "
             "one when the clusters are a fixed effect of the formula (cluster='state' with C(state)); otherwise "
             "remove cluster= to run it.")
-    defaults = getattr(cls, "defaults", {})
+    defaults = cls.defaults
     unknown = sorted(k for k in params if k not in defaults)
     if unknown:
         names = ", ".join(repr(k) for k in unknown)
@@ -1139,7 +1131,8 @@ def _too_few_rows(n: int, k: int, epsilon: float) -> str | None:
 def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None = None,
          columns: Sequence[str] | None = None, epsilon: Any, delta: Any, method: str | None, seed: Any,
          secure: Any, bounds: Any, levels: Any, params: dict[str, Any], inference: Any = None) -> PrivateResult:
-    eps, dlt = _check_budget(epsilon, delta)
+    budget = Budget(epsilon, delta)
+    eps, dlt = budget.epsilon, budget.delta
     if inference is not None and not isinstance(inference, (bool, np.bool_)):
         raise TypeError(f"inference must be True, False or None, got {inference!r}")
     seed = _check_seed(seed)
@@ -1170,8 +1163,10 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
             if k.endswith("_share") and v and k in params and not params[k]:
                 raise ValueError(f"inference: {k}={params[k]!r} leaves no budget for the interval of {name!r}; "
                                  f"use {k} > 0 (default {v!r}) or inference=False")
-        params = {**switch, **params}
-    algo = cls(**params)
+    configured = AlgorithmSpec(task, name, params)
+    if inference:
+        configured = configured.with_intervals()
+    algo = configured.build()  # the hyperparameters are checked before any data work
     if declared:
         df = df.copy()
         for col, lv in list(declared.items()):
@@ -1264,14 +1259,18 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
     }
     k = 1 if task == "sce" else inst.d
     tiny = _too_few_rows(inst.n, k, eps)
-    out: Release | Decline = Decline(reason=tiny) if tiny else algo.run(inst.task_data(), facts, eps, dlt, rng)
+    try:
+        out: Release | Decline = (Decline(reason=tiny) if tiny else
+                                  release(configured, inst.task_data(), facts, budget, rng))
+    except InvalidOutcome as exc:
+        raise RuntimeError(f"method {name!r} returned an invalid outcome: {exc} (a bug in the method)") from None
     released = isinstance(out, Release)
     if cluster is not None and released and not str(out.details.get("sampling_error", "")).startswith("cluster-robust"):
         # a public fact (the design's names and the method's settings): the interval would ignore the clusters
         raise ValueError(
             f"cluster: {name} gives a cluster-robust interval only when the clusters are the levels of the fixed "
             f"effect it absorbs (a categorical term C({cluster}) of the formula with at least "
-            f"{params.get('absorb', cls.defaults['absorb'].value) if 'absorb' in cls.defaults else 10} levels); "
+            f"{algo.params.get('absorb', 10)} levels); "
             f"add C({cluster}) to the formula, or remove cluster= for an interval that assumes independent rows")
     se: Any = None
     bias: Any = None
