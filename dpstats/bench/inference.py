@@ -136,7 +136,6 @@ __all__ = [
     "interval_outcome",
     "inference_problem",
     "load_inference_problem",
-    "interval_params",
     "run_inference_trial",
     "COVERAGE_TRIAL",
 ]
@@ -540,25 +539,27 @@ def _cache_inference(corpus: str, ip: InferenceProblem) -> None:
     _INFERENCE[(str(Path(corpus).resolve()), ip.problem.instance)] = ip
 
 
-def interval_params(algo_cls: type) -> dict[str, Any]:
-    """The hyperparameters a method runs with when asked for an interval (``interval_params``; the API's too)."""
-    return dict(algo_cls.interval_params)
-
-
 def _jl(a: Any) -> list[float] | None:
     return None if a is None else [float(v) for v in np.asarray(a, dtype=float).reshape(-1)]
 
 
-def run_inference_trial(algo_cls: type, ip: InferenceProblem, algorithm: Any, epsilon: float, delta: float,
+def run_inference_trial(spec: Any, ip: InferenceProblem, algorithm: Any, epsilon: float, delta: float,
                         seed: int, secure: bool = False) -> Any:
     """One coverage trial, in this process: draw, release, both intervals, scored.
+
+    The release is :func:`dpstats.algorithms.release.release` of
+    ``spec.with_intervals()`` (the method's ``interval_params``, as the API
+    runs it with ``inference=True``), whose outcome check makes a
+    non-release, a mis-shaped or a non-finite estimate an ``error``; a
+    release without a standard error, or whose interval fails, is one too.
 
     Returns a :class:`~dpstats.bench.model.TrialResult` whose ``interval``
     holds the trial's interval record (the fields of
     :data:`INTERVAL_COLUMNS` that a point trial lacks); ``n`` and ``d`` are
     the instance's (for the slices), the draw's size is ``interval["n_draw"]``.
     """
-    from dpstats.algorithms.base import Decline, Release
+    from dpstats.algorithms.base import Decline
+    from dpstats.algorithms.release import Budget, InvalidOutcome, release
 
     base = ip.problem
     rec: dict[str, Any] = {"level": LEVEL, "se_type": base.baseline.se_type if base.task == "sce" else
@@ -584,38 +585,30 @@ def run_inference_trial(algo_cls: type, ip: InferenceProblem, algorithm: Any, ep
     kind, message, est = "released", None, None
     lo = hi = None
     try:
-        out = algo_cls(**interval_params(algo_cls)).run(problem.data, problem.facts, epsilon, delta, rng)
+        out = release(spec.with_intervals(), problem.data, problem.facts, Budget(epsilon, delta), rng)
+    except InvalidOutcome as exc:
+        kind, message, est, out = "error", str(exc), exc.estimate, None
     except MemoryError as exc:
         kind, message, out = "memory", describe_exception(exc), None
     except BaseException as exc:  # noqa: BLE001 - any failure of the algorithm is a result
         kind, message, out = "error", describe_exception(exc), None
     seconds = time.perf_counter() - t0
-    if out is not None:
-        if isinstance(out, Decline):
-            kind, message = "declined", str(out.reason)[:MAX_MESSAGE]
-        elif not isinstance(out, Release):
-            kind, message = "error", f"algorithm returned {type(out).__name__}, not Release or Decline"
+    if isinstance(out, Decline):
+        kind, message = "declined", str(out.reason)[:MAX_MESSAGE]
+    elif out is not None:
+        est = out.estimate
+        if out.std_error is None:
+            kind, message = "error", (f"no interval: the release of {algorithm.name!r} carries no std_error "
+                                      "(a method without intervals)")
         else:
             try:
-                est = np.asarray(out.estimate, dtype=float).reshape(-1)
-            except (TypeError, ValueError) as exc:
-                kind, message = "error", f"estimate is not numeric: {describe_exception(exc)}"
-            if kind == "released" and est is not None and est.size != problem.expected_size:
-                kind, message = "error", f"estimate has shape {est.shape}, expected ({problem.expected_size},)"
-            elif kind == "released" and est is not None and not np.all(np.isfinite(est)):
-                kind, message = "error", f"non-finite estimate {np.array2string(est, threshold=8)}"
-            elif kind == "released" and getattr(out, "std_error", None) is None:
-                kind, message = "error", (f"no interval: the release of {algorithm.name!r} carries no std_error "
-                                          "(a method without intervals)")
-            elif kind == "released":
-                try:
-                    lo_, hi_ = out.conf_int(LEVEL)
-                    lo, hi = np.asarray(lo_, dtype=float).reshape(-1), np.asarray(hi_, dtype=float).reshape(-1)
-                    if lo.size != est.size or hi.size != est.size or np.any(np.isnan(lo)) or np.any(np.isnan(hi)):
-                        raise ValueError(f"interval of shape {lo.shape} with NaN ends or the wrong size")
-                except Exception as exc:  # noqa: BLE001
-                    kind, message = "error", f"no interval: conf_int failed: {describe_exception(exc)}"
-                    lo = hi = None
+                lo_, hi_ = out.conf_int(LEVEL)
+                lo, hi = np.asarray(lo_, dtype=float).reshape(-1), np.asarray(hi_, dtype=float).reshape(-1)
+                if lo.size != est.size or hi.size != est.size or np.any(np.isnan(lo)) or np.any(np.isnan(hi)):
+                    raise ValueError(f"interval of shape {lo.shape} with NaN ends or the wrong size")
+            except Exception as exc:  # noqa: BLE001
+                kind, message = "error", f"no interval: conf_int failed: {describe_exception(exc)}"
+                lo = hi = None
     res = score(problem, algorithm, epsilon, delta, seed, kind, message, est, seconds, 0.0)
     if kind == "declined":
         lo = np.full(len(ip.truth), -np.inf)

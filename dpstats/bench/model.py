@@ -9,7 +9,7 @@ none of them imports another only for a name:
 - :data:`STATUSES`, the five statuses of a trial, and :data:`MAX_MESSAGE`,
   the longest error message kept;
 - :func:`describe_exception`, how a failure is written into a result;
-- :class:`AlgorithmRef`, how a worker finds an algorithm class;
+- :class:`AlgorithmRef`, how a worker finds an algorithm and its hyperparameters;
 - :class:`Problem`, an instance ready for trials, loaded once per process by
   :func:`load_problem` (its corpus opened once per process by
   :func:`open_corpus`);
@@ -30,9 +30,12 @@ import os
 import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from dpstats.algorithms.release import AlgorithmSpec
 
 __all__ = [
     "STATUSES",
@@ -77,38 +80,57 @@ def describe_exception(exc: BaseException) -> str:
 
 @dataclass(frozen=True)
 class AlgorithmRef:
-    """How a worker finds an algorithm class.
+    """How a worker finds an algorithm and the hyperparameters it runs with.
 
     Attributes
     ----------
     name : str
-        The algorithm's registry name (``cls.name``); the name stored with results.
+        The name stored with results: the algorithm's registry name
+        (``cls.name``), or for a labelled configuration ``<cls.name>[<label>]``
+        (e.g. a tuning candidate, ``coinpress[tune 3]``).
     task : str
     ref : str
         What :func:`dpstats.algorithms.get` resolves: the registry name, or a
         ``module:object`` plugin path.
     interpretation : str
+    params : tuple of (str, object) pairs
+        Hyperparameters overriding the class's defaults (none: the defaults),
+        as plain data so that a job pickles to its worker.
     """
 
     name: str
     task: str
     ref: str
     interpretation: str
+    params: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
-    def of(cls, algo_cls: type, ref: str | None = None) -> "AlgorithmRef":
-        """The reference of a registered class (``ref`` defaults to its name)."""
-        return cls(name=algo_cls.name, task=algo_cls.task, ref=ref or algo_cls.name,
-                   interpretation=algo_cls.interpretation)
+    def of(cls, algo_cls: type, ref: str | None = None, params: Mapping[str, Any] | None = None,
+           label: str | None = None) -> "AlgorithmRef":
+        """The reference of a registered class (``ref`` defaults to its name).
+
+        ``params`` configure it; ``label`` then names the configuration in the
+        results (``<name>[<label>]``).
+        """
+        name = algo_cls.name if label is None else f"{algo_cls.name}[{label}]"
+        return cls(name=name, task=algo_cls.task, ref=ref or algo_cls.name,
+                   interpretation=algo_cls.interpretation, params=tuple((params or {}).items()))
 
     def load(self) -> type:
-        """Import and return the class."""
+        """Import and return the class (checking that it is the algorithm :attr:`name` says)."""
         from dpstats.algorithms import get
 
         algo_cls = get(self.task, self.ref)
-        if algo_cls.name != self.name:
+        if self.name != algo_cls.name and not self.name.startswith(f"{algo_cls.name}["):
             raise ValueError(f"{self.ref!r} resolves to algorithm {algo_cls.name!r}, expected {self.name!r}")
         return algo_cls
+
+    def spec(self) -> "AlgorithmSpec":
+        """The :class:`~dpstats.algorithms.release.AlgorithmSpec` to release with (checked by :meth:`load`)."""
+        from dpstats.algorithms.release import AlgorithmSpec
+
+        self.load()
+        return AlgorithmSpec(self.task, self.ref, dict(self.params))
 
 
 @dataclass(frozen=True, eq=False)
@@ -218,14 +240,16 @@ class TrialKind:
         loaded once per process; ``problem.info()`` is the instance's
         description stored with the results. A module-level function.
     run : callable
-        ``run(algo_cls, problem, algorithm, epsilon, delta, seed, secure) ->
+        ``run(spec, problem, algorithm, epsilon, delta, seed, secure) ->
         TrialResult``: one trial in the worker, scored (its ``peak_mb`` is
-        set by the worker). A module-level function.
+        set by the worker), where ``spec`` is the job's
+        :class:`~dpstats.algorithms.release.AlgorithmSpec` (:meth:`AlgorithmRef.spec`).
+        A module-level function.
     """
 
     name: str
     load: Callable[[str, str], Any]
-    run: Callable[[type, Any, AlgorithmRef, float, float, int, bool], TrialResult]
+    run: Callable[[Any, Any, AlgorithmRef, float, float, int, bool], TrialResult]
 
 
 # --------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Trials: one algorithm on one instance at one (epsilon, delta, seed), under limits, scored.
 
-A *trial* runs ``algorithm.run(data, facts, epsilon, delta, rng)`` once and
+A *trial* releases once (:func:`dpstats.algorithms.release.release`) and
 scores the release against the instance's non-private baseline. The benchmark
 runs trials in *worker processes* supervised by the calling process, so that a
 trial that hangs, exhausts memory or crashes the interpreter costs one trial,
@@ -113,7 +113,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -133,6 +133,9 @@ from dpstats.bench.model import (
     load_problem,
 )
 from dpstats.bench.scoring import score
+
+if TYPE_CHECKING:
+    from dpstats.algorithms.release import AlgorithmSpec
 
 #: the former private names of this module, for code that imports them from here
 _describe = describe_exception
@@ -309,7 +312,7 @@ class CallResult:
 # --------------------------------------------------------------------------
 
 
-def execute(algo_cls: type, problem: Problem, epsilon: float, delta: float, seed: int, secure: bool = False
+def execute(spec: AlgorithmSpec, problem: Problem, epsilon: float, delta: float, seed: int, secure: bool = False
             ) -> tuple[str, str | None, np.ndarray | None, float]:
     """Run one trial in this process, without limits.
 
@@ -318,8 +321,8 @@ def execute(algo_cls: type, problem: Problem, epsilon: float, delta: float, seed
 
     Parameters
     ----------
-    algo_cls : type
-        An :class:`~dpstats.algorithms.Algorithm` subclass, instantiated with its defaults.
+    spec : AlgorithmSpec
+        The algorithm and its hyperparameters (:class:`~dpstats.algorithms.release.AlgorithmSpec`).
     problem : Problem
     epsilon, delta : float
     seed : int
@@ -335,15 +338,21 @@ def execute(algo_cls: type, problem: Problem, epsilon: float, delta: float, seed
     estimate : ndarray or None
         The released estimate (also for a non-finite one).
     seconds : float
-        Wall time of construction and ``run``.
+        Wall time of construction, ``run`` and the outcome check.
     """
-    return execute_release(algo_cls, problem, epsilon, delta, seed, secure)[:4]
+    return execute_release(spec, problem, epsilon, delta, seed, secure)[:4]
 
 
-def execute_release(algo_cls: type, problem: Problem, epsilon: float, delta: float, seed: int,
+def execute_release(spec: AlgorithmSpec, problem: Problem, epsilon: float, delta: float, seed: int,
                     secure: bool = False) -> tuple[str, str | None, np.ndarray | None, float, str | None]:
-    """:func:`execute`, and the release's ``details["fallback"]`` (None when absent or not released)."""
-    from dpstats.algorithms.base import Decline, Release
+    """:func:`execute`, and the release's ``details["fallback"]`` (None when absent or not released).
+
+    The release goes through :func:`dpstats.algorithms.release.release`, whose
+    outcome check makes a non-release, a non-numeric, mis-shaped or non-finite
+    estimate an ``error`` (keeping a non-finite estimate).
+    """
+    from dpstats.algorithms.base import Decline
+    from dpstats.algorithms.release import Budget, InvalidOutcome, release
 
     if secure:
         from dpstats.privacy.randomness import SecureGenerator
@@ -353,7 +362,9 @@ def execute_release(algo_cls: type, problem: Problem, epsilon: float, delta: flo
         rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     try:
-        out = algo_cls().run(problem.data, problem.facts, epsilon, delta, rng)
+        out = release(spec, problem.data, problem.facts, Budget(epsilon, delta), rng)
+    except InvalidOutcome as exc:
+        return "error", str(exc), exc.estimate, time.perf_counter() - t0, None
     except MemoryError as exc:
         return "memory", describe_exception(exc), None, time.perf_counter() - t0, None
     except BaseException as exc:  # noqa: BLE001 - any failure of the algorithm is a result
@@ -361,21 +372,9 @@ def execute_release(algo_cls: type, problem: Problem, epsilon: float, delta: flo
     seconds = time.perf_counter() - t0
     if isinstance(out, Decline):
         return "declined", str(out.reason)[:MAX_MESSAGE], None, seconds, None
-    if not isinstance(out, Release):
-        return "error", f"algorithm returned {type(out).__name__}, not Release or Decline", None, seconds, None
-    try:
-        est = np.asarray(out.estimate, dtype=float)
-    except (TypeError, ValueError) as exc:
-        return "error", f"estimate is not numeric: {describe_exception(exc)}", None, seconds, None
-    if est.size != problem.expected_size or est.ndim > 1 and max(est.shape) != est.size:
-        return ("error", f"estimate has shape {est.shape}, expected ({problem.expected_size},)",
-                None, seconds, None)
-    est = est.reshape(-1)
-    if not np.all(np.isfinite(est)):
-        return "error", f"non-finite estimate {np.array2string(est, threshold=8)}", est, seconds, None
     fb = (out.details or {}).get("fallback")
     fallback = None if fb is None or fb is False or fb == "" else str(fb)[:MAX_MESSAGE]
-    return "released", None, est, seconds, fallback
+    return "released", None, out.estimate, seconds, fallback
 
 
 def _failure(info: Mapping[str, Any], algorithm: AlgorithmRef, trial: tuple[float, float, int], status: str,
@@ -645,7 +644,7 @@ def _worker_loop(conn: Connection, state: _SharedState) -> None:
                 problem: Any = job.kind.load(job.corpus, job.instance)
             else:
                 problem = load_problem(job.corpus, job.instance)
-            algo_cls = job.algorithm.load()
+            spec = job.algorithm.spec()
         except BaseException as exc:  # noqa: BLE001
             conn.send(("job_error", describe_exception(exc)))
             continue
@@ -660,9 +659,9 @@ def _worker_loop(conn: Connection, state: _SharedState) -> None:
             kind_result = None
             try:
                 if job.kind is not None:
-                    kind_result = job.kind.run(algo_cls, problem, job.algorithm, eps, dlt, seed, job.secure)
+                    kind_result = job.kind.run(spec, problem, job.algorithm, eps, dlt, seed, job.secure)
                 else:
-                    kind, message, est, seconds, fallback = execute_release(algo_cls, problem, eps, dlt, seed,
+                    kind, message, est, seconds, fallback = execute_release(spec, problem, eps, dlt, seed,
                                                                             job.secure)
             finally:
                 _set_as_limit(None)
@@ -1306,7 +1305,7 @@ def run_trial(algorithm: str | type, problem: Problem, epsilon: float, delta: fl
         register(algo_cls)
         ref = AlgorithmRef.of(algo_cls)
     if not isolate:
-        kind, message, est, seconds, fallback = execute_release(algo_cls, problem, epsilon, delta, seed, secure)
+        kind, message, est, seconds, fallback = execute_release(ref.spec(), problem, epsilon, delta, seed, secure)
         return score(problem, ref, epsilon, delta, seed, kind, message, est, seconds, 0.0, fallback)
     key = "<memory>"
     cache_problem(key, problem)

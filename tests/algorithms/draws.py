@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from dpstats.algorithms import get
-from dpstats.bench.inference import inference_problem, interval_params, resample
+from dpstats.bench.inference import inference_problem, resample
 from dpstats.bench.trial import Problem
 from dpstats.data.corpus import Corpus
 
@@ -29,5 +29,5 @@ def interval_releases(task: str, algorithm: str, iid: str, eps: float, seeds: It
         warnings.simplefilter("ignore")
         for s in seeds:
             pr = Problem.from_instance(resample(inst, s))
-            yield cls(**{**interval_params(cls), **override}).run(pr.data, pr.facts, eps, 1e-6,
+            yield cls(**{**cls.interval_params, **override}).run(pr.data, pr.facts, eps, 1e-6,
                                                                     np.random.default_rng(s))

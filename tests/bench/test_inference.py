@@ -274,9 +274,10 @@ def test_a_design_that_cannot_be_resampled_is_left_out_not_blamed_on_the_method(
     with pytest.raises(I.ResampleError, match="full-rank"):
         I.resample(inst, 0)
     ip = I.inference_problem(inst)
+    from dpstats.algorithms.release import AlgorithmSpec
     from dpstats.bench.trial import AlgorithmRef
 
-    r = I.run_inference_trial(OracleExact, ip, AlgorithmRef.of(OracleExact), 1.0, 1e-6, 0)
+    r = I.run_inference_trial(AlgorithmSpec.of(OracleExact), ip, AlgorithmRef.of(OracleExact), 1.0, 1e-6, 0)
     assert r.status == "error" and r.error.startswith(I.RESAMPLE_FAILED)
     row = {"algorithm": r.algorithm, "interpretation": r.interpretation, "instance": r.instance, "study": r.study,
            "task": r.task, "epsilon": 1.0, "seed": 0, "status": r.status, "error": r.error, "n": r.n, "d": r.d,
@@ -302,7 +303,7 @@ def test_a_coverage_job_carries_its_trial_kind_to_forked_and_spawned_workers(cor
     with WorkerPool(1, Limits(time=60), method=method) as pool:
         pool.run([job], got.append)
     ip = I.load_inference_problem(job.corpus, job.instance)
-    want = [I.run_inference_trial(sel[0].cls, ip, job.algorithm, e, d, s) for e, d, s in job.trials]
+    want = [I.run_inference_trial(job.algorithm.spec(), ip, job.algorithm, e, d, s) for e, d, s in job.trials]
 
     def key(r):  # repr: a NaN equals itself
         return repr({k: v for k, v in asdict(r).items() if k not in ("seconds", "peak_mb")})

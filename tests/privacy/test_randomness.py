@@ -32,6 +32,7 @@ pytest.importorskip("opendp")
 from dpstats.bench import runner as R  # noqa: E402
 from dpstats.cli import bench as CB  # noqa: E402
 from dpstats.algorithms import Algorithm, Release, get  # noqa: E402
+from dpstats.algorithms.release import AlgorithmSpec  # noqa: E402
 from dpstats.data.corpus import Corpus  # noqa: E402
 from dpstats.privacy.randomness import SecureGenerator, release_generator  # noqa: E402
 from dpstats.bench.store import StoreMismatch, read_meta, read_runs, read_trials  # noqa: E402
@@ -276,7 +277,7 @@ def test_bench_secure_runs_and_records_the_flag(mroz_corpus, tmp_path, restore_r
     for algo, iid in [("fwl_score", "m_sce"), ("dpnewton", "m_lin"), ("adaptive_whiten", "m_mean")]:
         problem = Problem.from_instance(c.instance(iid))
         row = df[(df.algorithm == algo) & (df.instance == iid) & (df.seed == 1)].iloc[0]
-        kind, _, seeded, _ = execute(get(problem.task, algo), problem, 10.0, 1e-6, 1)
+        kind, _, seeded, _ = execute(AlgorithmSpec(problem.task, algo), problem, 10.0, 1e-6, 1)
         assert kind == "released" and json.loads(row.estimate) != list(seeded)
 
     # a file holds one kind of trials

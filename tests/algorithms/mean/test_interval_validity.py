@@ -20,7 +20,7 @@ import pytest
 
 from dpstats.algorithms import get
 from dpstats.algorithms.mean import adaptive
-from dpstats.bench.inference import interval_params, resample
+from dpstats.bench.inference import resample
 from dpstats.data.corpus import Corpus
 from tests.algorithms.draws import interval_releases, truth
 from tests.noise_spy import RecordingGenerator
@@ -109,7 +109,7 @@ def test_the_tail_allowance_is_post_processing(monkeypatch, iid, eps, seed, grow
     for rule in (adaptive.tail_rows, _kstar_rows):
         monkeypatch.setattr(adaptive, "tail_rows", rule)
         rng = RecordingGenerator(seed)
-        out = cls(**interval_params(cls)).run(draw.task_data(), draw.facts, eps, 1e-6, rng)
+        out = cls(**cls.interval_params).run(draw.task_data(), draw.facts, eps, 1e-6, rng)
         runs.append((out, [(d.method, d.scale, d.count) for d in rng.draws]))
     (new, new_draws), (old, old_draws) = runs
     assert new_draws == old_draws
