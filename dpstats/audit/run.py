@@ -53,7 +53,8 @@ from typing import Any, Callable
 import numpy as np
 from scipy import special
 
-from dpstats.algorithms import Algorithm, Decline, Release, get, list_algorithms, load_plugin
+from dpstats.algorithms import Algorithm, Release, get, list_algorithms, load_plugin
+from dpstats.algorithms.release import AlgorithmSpec, Budget, InvalidOutcome, release
 from dpstats.bench.trial import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, CallJob, CallResult, Limits, WorkerPool
 from dpstats.privacy.accounting import zcdp_epsilon
 from dpstats.audit import bounds as B
@@ -155,33 +156,37 @@ def _ledger_totals(ledger) -> dict[str, float]:
 def _release(context: Any, item: tuple[int, int]) -> tuple[int, Any, dict[str, float] | None, float, float, str | None]:
     """Run the algorithm once: release ``i`` on ``D'`` (``side`` 1) or ``D`` (0) with ``default_rng([seed, i])``.
 
+    The release goes through :func:`dpstats.algorithms.release.release`; an
+    outcome that fails its check (not a release or a decline, a mis-shaped or
+    non-finite estimate) is an error whose ledger still counts.
+
     Returns ``(kind, estimate, ledger totals, reported epsilon, reported delta,
     message)``; the ledger is None for a run that raised. A ``MemoryError`` is
     left to the worker pool (status ``memory``).
     """
     s = _PAYLOADS[context] if isinstance(context, int) else context
-    cls, params, nb = s["cls"], s["params"], s["neighbours"]
+    nb = s["neighbours"]
     i, side = item
     data = nb.neighbour if side else nb.base
     rng = np.random.default_rng([int(s["seed"]), int(i)])
+    kind, est, msg = RELEASED, None, None
     try:
-        out = cls(**params).run(data, nb.facts, s["epsilon"], s["delta"], rng)
+        out: Any = release(s["spec"], data, nb.facts, s["budget"], rng)
     except MemoryError:
         raise
+    except InvalidOutcome as exc:
+        out, kind, msg = exc.outcome, ERROR, str(exc)[:300]
     except Exception as exc:  # noqa: BLE001 - a run that raises is an output (kind error), counted
         return ERROR, None, None, 0.0, 0.0, f"{type(exc).__name__}: {exc}"[:300]
-    kind, est, msg = RELEASED, None, None
-    if isinstance(out, Release):
-        est = np.asarray(out.estimate, dtype=float).reshape(-1)
-        if est.size != s["dim"] or not np.all(np.isfinite(est)):
-            kind, msg, est = ERROR, f"non-finite or mis-shaped estimate {est[:4]}", None
-        elif (out.details or {}).get("fallback"):
+    if kind == RELEASED and isinstance(out, Release):
+        if (out.details or {}).get("fallback"):
             # a release that says it is not an estimate is scored as a category, like a decline
-            kind, msg, est = FALLBACK, str(out.details["fallback"])[:80], None
-    elif isinstance(out, Decline):
+            kind, msg = FALLBACK, str(out.details["fallback"])[:80]
+        else:
+            est = out.estimate
+    elif kind == RELEASED:  # the check passes a release or a decline only
         kind, msg = DECLINED, str(out.reason)[:80]
-    else:
-        kind, msg = ERROR, f"returned {type(out).__name__}, not a Release or a Decline"
+    # the outcome may be anything when it failed the check: read its ledger and budget only if it has them
     return (kind, est, _ledger_totals(getattr(out, "ledger", ())), float(getattr(out, "epsilon", 0.0) or 0.0),
             float(getattr(out, "delta", 0.0) or 0.0), msg)
 
@@ -204,7 +209,7 @@ def _run_all(payload: dict[str, Any], indices: np.ndarray, sides: np.ndarray, wo
     token = id(payload)
     _PAYLOADS[token] = payload
     context: Any = token if fork else payload  # spawned workers need the payload itself (picklable)
-    name = payload["cls"].name
+    name = payload["spec"].name
     jobs = [CallJob(_release, context, tuple(items[a:a + chunk]), name=name, instance=f"audit-{token}")
             for a in range(0, n, chunk)]
     results: list[CallResult] = []
@@ -494,7 +499,7 @@ def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, 
     sides[: 2 * q] = idx[: 2 * q] % 2
     coin = np.random.default_rng(np.random.SeedSequence([int(seed), 0xC01]))
     sides[2 * q:] = coin.integers(0, 2, size=trials - 2 * q)
-    payload = {"cls": cls, "params": params, "neighbours": nb, "epsilon": eps, "delta": dlt, "seed": seed, "dim": dim}
+    payload = {"spec": AlgorithmSpec.of(cls, params), "neighbours": nb, "budget": Budget(eps, dlt), "seed": seed}
     if log:
         log(f"auditing {cls.name} ({task}) at epsilon = {eps:g}: {trials} releases on {workers} worker(s)")
     calls = _run_all(payload, idx, sides, workers, limits, log)
