@@ -72,7 +72,8 @@ __all__ = [
     "scaled_values",
     "grid_for",
     "split_studies",
-    "candidate_class",
+    "candidate_params",
+    "candidate_ref",
     "run_configs",
     "run_config",
     "tune",
@@ -226,24 +227,37 @@ def _problems(corpus: Any, ids: Sequence[str]) -> tuple[list[Problem], list[str]
     return out, skipped
 
 
-def candidate_class(cls: type, params: Mapping[str, Any], index: int) -> type:
-    """The class that runs one candidate configuration: ``cls`` with ``params`` as its defaults.
+def candidate_params(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The hyperparameters one candidate configuration overrides: those of ``params`` that differ from the defaults.
 
-    It is named ``<algorithm>[tune <index>]`` so that worker processes can
-    find it in the registry while :func:`run_configs` runs it; the trials it
-    produces are stored under the base algorithm's name.
+    Raises
+    ------
+    ValueError
+        ``params`` names a hyperparameter the class does not have.
     """
-    from dpstats.algorithms.base import Param
-
     unknown = sorted(set(params) - set(cls.defaults))
     if unknown:
         raise ValueError(f"hyperparameter(s) {unknown} are not among {cls.name}'s")
-    defaults = dict(cls.defaults)
-    for k, v in params.items():
-        if k in defaults and defaults[k].value != v:
-            defaults[k] = Param(v, f"tuning candidate {index}")
-    return type(f"{cls.__name__}TuneCandidate{index}", (cls,),
-                {"name": f"{cls.name}[tune {index}]", "defaults": defaults, "__module__": cls.__module__})
+    return {k: v for k, v in params.items() if cls.defaults[k].value != v}
+
+
+def candidate_ref(cls: type, params: Mapping[str, Any], index: int) -> AlgorithmRef:
+    """The reference a worker runs one candidate configuration by: ``cls`` with ``params`` as data.
+
+    Named ``<algorithm>[tune <index>]`` so that :func:`run_configs` can tell
+    the candidates' trials apart (it stores them under the base algorithm's
+    name). A class the registry does not hold under its name is found by
+    its ``module:object`` path (imported by the worker), so nothing is
+    registered here.
+    """
+    from dpstats.algorithms import get
+
+    try:
+        registered = get(cls.task, cls.name) is cls
+    except ValueError:
+        registered = False
+    ref = cls.name if registered else f"{cls.__module__}:{cls.__qualname__}"
+    return AlgorithmRef.of(cls, ref, params=candidate_params(cls, params), label=f"tune {index}")
 
 
 def run_configs(cls: type, configs: Sequence[Mapping[str, Any]], problems: Sequence[Problem], epsilon: float,
@@ -274,7 +288,7 @@ def run_configs(cls: type, configs: Sequence[Mapping[str, Any]], problems: Seque
         Worker processes (when ``pool`` is not given).
     pool : WorkerPool, optional
         A pool to use; it must be a ``fork`` pool whose workers are started
-        after this call registers the candidates (e.g. a fresh one).
+        after this call caches the problems (e.g. a fresh one).
 
     Returns
     -------
@@ -282,18 +296,13 @@ def run_configs(cls: type, configs: Sequence[Mapping[str, Any]], problems: Seque
         One trials table per configuration (see :mod:`dpstats.bench.evaluation`),
         with the base algorithm's name.
     """
-    from dpstats.algorithms import _REGISTRY, register
-
-    classes = [candidate_class(cls, over, k) for k, over in enumerate(configs)]
-    for c in classes:
-        if (c.task, c.name) in _REGISTRY:
-            raise ValueError(f"a tuning candidate named {c.name!r} is already registered")
+    refs = [candidate_ref(cls, over, k) for k, over in enumerate(configs)]
     corpus = str(Path(f"<tuning {uuid.uuid4().hex}>").resolve())  # a cache key, not a folder
     for p in problems:
         cache_problem(corpus, p)  # forked workers find the problems loaded
     trial_list = tuple((float(epsilon), float(delta), t) for t in range(int(trials)))
-    jobs = [Job(AlgorithmRef.of(c), corpus, p.instance, trial_list) for c in classes for p in problems]
-    by_name: dict[str, list[dict[str, Any]]] = {c.name: [] for c in classes}
+    jobs = [Job(ref, corpus, p.instance, trial_list) for ref in refs for p in problems]
+    by_name: dict[str, list[dict[str, Any]]] = {ref.name: [] for ref in refs}
 
     def on_result(r: TrialResult) -> None:
         row = r.to_dict()
@@ -301,21 +310,17 @@ def run_configs(cls: type, configs: Sequence[Mapping[str, Any]], problems: Seque
         by_name[r.algorithm].append(row)
 
     try:
-        for c in classes:
-            register(c)
         if pool is not None:
             pool.run(jobs, on_result, limits=limits)
         else:
             with WorkerPool(workers, limits or Limits(), method="fork") as own:
                 own.run(jobs, on_result)
     finally:
-        for c in classes:
-            _REGISTRY.pop((c.task, c.name), None)
         for p in problems:
             _PROBLEMS.pop((corpus, p.instance), None)
     out = []
-    for c in classes:
-        df = pd.DataFrame(by_name[c.name])
+    for ref in refs:
+        df = pd.DataFrame(by_name[ref.name])
         df["algorithm"] = cls.name
         out.append(df.sort_values(["instance", "seed"], kind="stable").reset_index(drop=True))
     return out
