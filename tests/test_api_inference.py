@@ -244,8 +244,8 @@ def test_uninformative_interval_is_flagged() -> None:
 def test_interval_methods_are_standard_and_registered() -> None:
     for task, name in INFERENCE_METHODS.items():
         cls = get(task, name)
-        assert cls.interpretation == "standard" and getattr(cls, "intervals", False)
-    assert {a.name for a in list_algorithms("mean") if getattr(a, "intervals", False)} == {"kv_interval",
+        assert cls.interpretation == "standard" and cls.intervals
+    assert {a.name for a in list_algorithms("mean") if a.intervals} == {"kv_interval",
                                                                                           "adaptive_whiten"}
     from dpstats.api import DEFAULT_METHODS
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
@@ -197,6 +197,15 @@ class Algorithm(Configurable, ABC):
     opt_in : bool
         Not listed by :func:`~dpstats.algorithms.list_algorithms` unless asked
         for (slow or heavy methods); run by name.
+    wraps : Algorithm subclass or None
+        The algorithm whose ``_run`` this one runs and post-processes (the
+        linear regression behind a single-coefficient algorithm of
+        :func:`~dpstats.algorithms.coefficient_of`); ``None`` for an algorithm
+        of its own.
+    grid : mapping of str to list
+        The values ``dpstats tune`` tries for each hyperparameter (their
+        Cartesian product); empty: its scaling rule
+        (:func:`dpstats.bench.tuning.grid_for`).
     """
 
     name: ClassVar[str] = ""
@@ -211,6 +220,8 @@ class Algorithm(Configurable, ABC):
     interval_params: ClassVar[Mapping[str, Any]] = {}
     cluster_intervals: ClassVar[bool] = False
     opt_in: ClassVar[bool] = False
+    wraps: ClassVar[type[Algorithm] | None] = None
+    grid: ClassVar[Mapping[str, Sequence[Any]]] = {}
 
     @classmethod
     def metadata(cls) -> dict[str, Any]:

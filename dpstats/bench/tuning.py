@@ -151,7 +151,7 @@ def grid_for(cls: type) -> dict[str, Any]:
         candidates.
     """
     defaults = {k: p.value for k, p in cls.defaults.items()}
-    declared = getattr(cls, "grid", None)
+    declared = cls.grid
     if declared:
         unknown = sorted(set(declared) - set(defaults))
         if unknown:

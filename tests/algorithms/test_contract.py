@@ -122,7 +122,7 @@ def test_the_registry_is_what_is_tested():
     tuned = [c for c in ALGORITHMS if getattr(c, "tuned_from", None)]
     assert tuned and all(c.name.startswith(c.tuned_from + "_tuned_eps") for c in tuned)
     # the sce wrappers of the linreg algorithms are among them
-    assert any(getattr(c, "wraps", None) is not None for c in ALGORITHMS if c.task == "sce")
+    assert any(c.wraps is not None for c in ALGORITHMS if c.task == "sce")
 
 
 def test_every_algorithm_module_is_a_builtin_module():

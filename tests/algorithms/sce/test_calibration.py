@@ -664,5 +664,5 @@ def test_every_standard_sce_native_is_pinned_here():
     from dpstats.algorithms import list_algorithms
 
     natives = {a.name for a in list_algorithms("sce", interpretation="standard")
-               if not hasattr(a, "wraps") and a.__module__.startswith("dpstats.algorithms.sce.")}
+               if a.wraps is None and a.__module__.startswith("dpstats.algorithms.sce.")}
     assert natives == COVERED
