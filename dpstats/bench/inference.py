@@ -121,7 +121,7 @@ from dpstats.bench.coverage_summary import (  # noqa: F401
     trial_validity,
 )
 from dpstats.bench.coverage_summary import interval_quantile as _quantile  # noqa: F401 - its former name
-from dpstats.bench.model import MAX_MESSAGE, Problem, TrialKind, describe_exception, open_corpus
+from dpstats.bench.model import MAX_MESSAGE, Problem, TrialKind, describe_exception, open_corpus, trial_generator
 from dpstats.bench.scoring import score
 
 __all__ = [
@@ -575,12 +575,7 @@ def run_inference_trial(spec: Any, ip: InferenceProblem, algorithm: Any, epsilon
         return replace(res, interval={**rec, "n_draw": None, "covered": 0.0, "np_covered": math.nan,
                                       "width_ratio": math.inf})
     rec.update(n_draw=int(draw.X.shape[0]), np_estimate=_jl(np_est), np_low=_jl(np_lo), np_high=_jl(np_hi))
-    if secure:
-        from dpstats.privacy.randomness import SecureGenerator
-
-        rng: np.random.Generator = SecureGenerator()
-    else:
-        rng = np.random.default_rng(seed)
+    rng = trial_generator(seed, secure)
     t0 = time.perf_counter()
     kind, message, est = "released", None, None
     lo = hi = None

@@ -48,6 +48,7 @@ __all__ = [
     "open_corpus",
     "load_problem",
     "cache_problem",
+    "trial_generator",
 ]
 
 #: the statuses of a trial (see :mod:`dpstats.bench.trial`); every one but ``ok`` is a failure
@@ -76,6 +77,25 @@ def describe_exception(exc: BaseException) -> str:
         fr = tb[-1]
         msg += f" (at {Path(fr.filename).name}:{fr.lineno} in {fr.name})"
     return msg[:MAX_MESSAGE]
+
+
+def trial_generator(seed: int, secure: bool = False) -> np.random.Generator:
+    """The only randomness of a benchmark trial (point or coverage), fresh for each trial.
+
+    Parameters
+    ----------
+    seed : int
+        ``numpy.random.default_rng(seed)``: the same release for the same
+        algorithm, data, budget and seed, in any process.
+    secure : bool
+        A fresh :class:`~dpstats.privacy.randomness.SecureGenerator` instead
+        (OpenDP's samplers, fresh entropy; the seed only numbers the trial).
+    """
+    if secure:
+        from dpstats.privacy.randomness import SecureGenerator
+
+        return SecureGenerator()
+    return np.random.default_rng(seed)
 
 
 @dataclass(frozen=True)

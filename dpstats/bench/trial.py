@@ -131,6 +131,7 @@ from dpstats.bench.model import (
     cache_problem,
     describe_exception,
     load_problem,
+    trial_generator,
 )
 from dpstats.bench.scoring import score
 
@@ -354,12 +355,7 @@ def execute_release(spec: AlgorithmSpec, problem: Problem, epsilon: float, delta
     from dpstats.algorithms.base import Decline
     from dpstats.algorithms.release import Budget, InvalidOutcome, release
 
-    if secure:
-        from dpstats.privacy.randomness import SecureGenerator
-
-        rng: np.random.Generator = SecureGenerator()
-    else:
-        rng = np.random.default_rng(seed)
+    rng = trial_generator(seed, secure)
     t0 = time.perf_counter()
     try:
         out = release(spec, problem.data, problem.facts, Budget(epsilon, delta), rng)
