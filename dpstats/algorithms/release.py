@@ -23,9 +23,11 @@ Examples
 --------
 >>> import numpy as np
 >>> from dpstats.data.corpus import Corpus
->>> inst = Corpus.public().instance("engel_food")  # doctest: +SKIP
->>> spec = AlgorithmSpec("sce", "fwl_score").with_intervals()  # doctest: +SKIP
->>> out = release(spec, inst.task_data(), inst.facts, Budget(1.0, 1e-6), np.random.default_rng(0))  # doctest: +SKIP
+>>> inst = Corpus.public().instance("engel_food")
+>>> spec = AlgorithmSpec("sce", "fwl_score").with_intervals()
+>>> out = release(spec, inst.task_data(), inst.facts, Budget(3.0, 1e-6), np.random.default_rng(0))
+>>> type(out).__name__, out.estimate.shape, out.std_error is not None
+('Release', (1,), True)
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import numpy as np
 
 from dpstats.algorithms.base import Algorithm, Decline, Outcome, PublicFacts, Release, TaskData
 from dpstats.algorithms.registry import get
-from dpstats.privacy.accounting import validate_budget
+from dpstats.privacy.conversions import validate_budget
 
 __all__ = ["Budget", "AlgorithmSpec", "InvalidOutcome", "check_outcome", "expected_size", "release"]
 
