@@ -17,6 +17,20 @@ delta = 1e-6 and ``N = corpus.default_trials`` (10 for the public corpus, 30
 otherwise). Trials of one algorithm on one instance at one epsilon form a
 *job*, which a worker runs seed after seed with the instance loaded once.
 
+Order
+-----
+The jobs are handed to the workers longest first (:func:`order_jobs`), so that
+a run ends with short jobs and no worker waits long for the last one. A job's
+expected seconds come from the results file (:class:`CostModel`): the mean
+stored ``seconds`` of its algorithm on its instance at its epsilon (else at
+the other epsilons), else the instance's ``n * d`` times the algorithm's
+median seconds per unit of ``n * d`` on the instances it ran on. A job with
+no estimate (an instance no earlier run loaded) goes first, in plan order; a
+results file without earlier trials leaves the plan order (instance, then
+algorithm, then epsilon). Each worker still prefers jobs of the instance it
+has loaded (:class:`~dpstats.bench.trial.WorkerPool`), taken in this order.
+The order changes when trials run, never which trials run or what is stored.
+
 Presets
 -------
 ``full``
@@ -68,10 +82,11 @@ import os
 import signal
 import sys
 import time
+import statistics
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from dpstats.bench.model import STATUSES, AlgorithmRef, TrialResult
 from dpstats.bench.store import Store
@@ -99,6 +114,8 @@ __all__ = [
     "select_algorithms",
     "select_instances",
     "make_plan",
+    "CostModel",
+    "order_jobs",
     "run_bench",
 ]
 
@@ -380,13 +397,86 @@ def select_instances(corpus: Corpus, tasks: Sequence[str], ids: Sequence[str] | 
     return specs
 
 
+@dataclass(frozen=True)
+class CostModel:
+    """Expected seconds of a job, from the trials of earlier runs.
+
+    Attributes
+    ----------
+    seconds : mapping
+        Mean stored seconds per trial of each ``(algorithm, task, instance,
+        epsilon)`` (:meth:`~dpstats.bench.store.Store.trial_seconds`).
+    sizes : mapping
+        ``n * d`` of each instance an earlier run loaded
+        (:meth:`~dpstats.bench.store.Store.instance_sizes`).
+    """
+
+    seconds: Mapping[tuple[str, str, str, float], float] = field(default_factory=dict)
+    sizes: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_store(cls, store: Store, inference: bool = False) -> "CostModel":
+        """The costs recorded in a results file (its coverage trials with ``inference``)."""
+        return cls(store.trial_seconds(inference), store.instance_sizes())
+
+    def _rates(self) -> tuple[dict[tuple[str, str], float], float | None]:
+        """Median seconds per unit of ``n * d``: per ``(algorithm, task)`` and over all of them."""
+        by: dict[tuple[str, str], list[float]] = {}
+        for (a, t, i, _), sec in self.seconds.items():
+            size = self.sizes.get(i)
+            if size:
+                by.setdefault((a, t), []).append(sec / size)
+        every = [r for rs in by.values() for r in rs]
+        return {k: statistics.median(v) for k, v in by.items()}, (statistics.median(every) if every else None)
+
+    def job_seconds(self, jobs: Sequence[Job]) -> list[float]:
+        """Expected seconds of each job (``inf`` when nothing is known of it).
+
+        A trial's expected seconds are, in this order of preference: the stored
+        mean at the job's epsilon; the mean of the stored means at the other
+        epsilons; the instance's ``n * d`` times the median seconds per unit of
+        ``n * d`` of the algorithm (of every algorithm when it has none; the
+        ``n * d`` itself when no trial is stored). A job's are its trials'
+        times its number of trials.
+        """
+        rates, overall = self._rates()
+        by_instance: dict[tuple[str, str, str], list[float]] = {}
+        for (a, t, i, _), sec in self.seconds.items():
+            by_instance.setdefault((a, t, i), []).append(sec)
+        out = []
+        for job in jobs:
+            a, t, i = job.algorithm.name, job.algorithm.task, job.instance
+            eps = float(job.trials[0][0]) if job.trials else math.nan
+            per: float
+            if (a, t, i, eps) in self.seconds:
+                per = self.seconds[(a, t, i, eps)]
+            elif (a, t, i) in by_instance:
+                per = statistics.fmean(by_instance[(a, t, i)])
+            elif i in self.sizes:
+                rate = rates.get((a, t), overall)
+                per = self.sizes[i] * (1.0 if rate is None else rate)
+            else:
+                per = math.inf
+            out.append(per * len(job.trials))
+        return out
+
+
+def order_jobs(jobs: Sequence[Job], costs: CostModel) -> list[Job]:
+    """The jobs by expected seconds (:meth:`CostModel.job_seconds`), longest first; ties keep their order."""
+    expected = costs.job_seconds(jobs)
+    order = sorted(range(len(jobs)), key=lambda k: -expected[k])
+    return [jobs[k] for k in order]
+
+
 def make_plan(corpus: Corpus, algorithms: Sequence[Selected], instances: Sequence[InstanceSpec],
               epsilons: Sequence[float], delta: float, trials: int,
               stored: set[tuple[str, str, str, float, float, int]] | None = None, secure: bool = False,
-              inference: bool = False) -> Plan:
+              inference: bool = False, costs: CostModel | None = None) -> Plan:
     """All trials, grouped into jobs, minus the stored ones.
 
-    Jobs are ordered by instance (corpus order), then algorithm, then epsilon;
+    Jobs are ordered by instance (corpus order), then algorithm, then epsilon,
+    and with ``costs`` then by expected seconds, longest first
+    (:func:`order_jobs`; ties keep that order);
     ``secure`` marks every job secure (:attr:`dpstats.bench.trial.Job.secure`),
     ``inference`` makes them coverage jobs (:attr:`dpstats.bench.trial.Job.kind` is
     :data:`dpstats.bench.inference.COVERAGE_TRIAL`).
@@ -418,6 +508,8 @@ def make_plan(corpus: Corpus, algorithms: Sequence[Selected], instances: Sequenc
                         todo.append((float(eps), float(delta), seed))
                 if todo:
                     jobs.append(Job(sel.ref, root, spec.id, tuple(todo), secure=bool(secure), kind=kind))
+    if costs is not None:
+        jobs = order_jobs(jobs, costs)
     return Plan(corpus, list(algorithms), list(instances), tuple(float(e) for e in epsilons), float(delta), trials,
                 jobs, planned, skipped)
 
@@ -509,7 +601,7 @@ def _run_dask(jobs: list[Job], address: str, limits: Limits, on_result: Callable
     futures = []
     try:
         nworkers = sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values())
-        # one task per job, run roughly in submission order (instance by instance)
+        # one task per job, run roughly in submission order (the plan's: longest first)
         futures = client.map(_dask_job, jobs, [limits] * len(jobs), pure=False)
         for fut in as_completed(futures, loop=client.loop):
             info, results = fut.result()
@@ -554,8 +646,9 @@ def plan_bench(config: BenchConfig, store: Store | None = None) -> Plan:
     algos = select_algorithms(config.algorithms, tasks, config.inference)
     specs = select_instances(corpus, tasks, config.instances, per_study)
     stored = None if store is None else (store.stored_interval_keys() if config.inference else store.stored_keys())
+    costs = None if store is None else CostModel.from_store(store, config.inference)
     return make_plan(corpus, algos, specs, eps, delta, trials, stored, secure=config.secure,
-                     inference=config.inference)
+                     inference=config.inference, costs=costs)
 
 
 def run_bench(config: BenchConfig, out: Any = None, log: Callable[[str], None] | None = None) -> BenchSummary:
@@ -615,7 +708,8 @@ def run_bench(config: BenchConfig, out: Any = None, log: Callable[[str], None] |
             store.add_algorithm(sel.cls.metadata(), sel.ref.ref, sel.source)
         plan = make_plan(corpus, algos, specs, eps, delta, trials,
                          store.stored_interval_keys() if config.inference else store.stored_keys(),
-                         secure=config.secure, inference=config.inference)
+                         secure=config.secure, inference=config.inference,
+                         costs=CostModel.from_store(store, config.inference))
         rng_desc = ("dpstats.privacy.randomness.SecureGenerator() (OpenDP noise, fresh entropy; the seed numbers the trial)"
                     if config.secure else "numpy.random.default_rng(seed)")
         run_config = {

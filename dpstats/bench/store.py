@@ -386,6 +386,28 @@ class Store:
         rows = self.con.execute("SELECT algorithm, task, instance, epsilon, delta, seed FROM trials")
         return {(a, t, i, float(e), float(dl), int(s)) for a, t, i, e, dl, s in rows}
 
+    def trial_seconds(self, inference: bool = False) -> dict[tuple[str, str, str, float], float]:
+        """Mean stored ``seconds`` per trial of each ``(algorithm, task, instance, epsilon)``.
+
+        Parameters
+        ----------
+        inference : bool
+            Read the coverage trials (``intervals``) instead of the point trials.
+
+        Returns
+        -------
+        dict
+            Only keys with at least one trial whose ``seconds`` is recorded.
+        """
+        table = "intervals" if inference else "trials"
+        rows = self.con.execute(f"SELECT algorithm, task, instance, epsilon, AVG(seconds) FROM {table} "
+                                "WHERE seconds IS NOT NULL GROUP BY algorithm, task, instance, epsilon")
+        return {(a, t, i, float(e)): float(s) for a, t, i, e, s in rows}
+
+    def instance_sizes(self) -> dict[str, int]:
+        """``n * d`` of each stored instance (from ``instances``)."""
+        return {i: int(n) * int(d) for i, n, d in self.con.execute("SELECT instance, n, d FROM instances")}
+
     def add_trial(self, r: TrialResult, run_id: int | None = None, commit: bool = True) -> bool:
         """Store one trial; False when it was already stored.
 
