@@ -11,6 +11,12 @@ mechanism) pair form one :class:`~dpstats.bench.trial.CallJob`, so a worker
 receives the data once per pair. The parent then scores each synthetic table
 with :func:`dpstats.bench.synth.metrics.evaluate` (outside the limits).
 
+Every synthesizer is built by :func:`make_synthesizer`: one with a ``label``
+hyperparameter (the workload mechanisms MWEM-PGM, AIM, FEM and RAP, and
+Kamino and RON-Gauss) gets the schema's label, as in the paper (its
+workload: all 2- and 3-way marginals that include the label), and the
+run's hyperparameters override the defaults.
+
 Summaries follow the paper's Fig. 1: a mechanism is *optimal* for a (data
 set, epsilon, metric) when its mean over trials is the best; its *optimal
 rate* is the share of those combinations where it is optimal, and its
@@ -22,18 +28,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from dpstats.bench.synth.metrics import METRICS, evaluate, metric_bins
 from dpstats.bench.trial import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, CallJob, CallResult, Limits, WorkerPool
-from dpstats.synth import get_synthesizer
+from dpstats.synth import SYNTHESIZERS, get_synthesizer
+from dpstats.synth.base import Synthesizer
 from dpstats.synth.pipeline import make_discretizer, synthesize_frame
 from dpstats.synth.schema import Schema
 
-__all__ = ["SynthTrial", "TrialOutcome", "run_supervised", "run_trials", "run_benchmark", "summarize",
+__all__ = ["SynthTrial", "TrialOutcome", "make_synthesizer", "check_params", "run_supervised", "run_trials", "run_benchmark", "summarize",
            "DEFAULT_EPSILONS", "DEFAULT_DELTA"]
 
 DEFAULT_EPSILONS = (0.1, 1.0, 10.0)
@@ -54,7 +61,12 @@ class SynthTrial:
 
 @dataclass
 class TrialOutcome:
-    """A trial's status (``ok``, ``timeout``, ``memory``, ``error``), wall seconds, message and synthetic frame."""
+    """A trial's status (``ok``, ``timeout``, ``memory``, ``error``), wall seconds, message and synthetic frame.
+
+    ``details`` are the synthesizer's diagnostics (:attr:`Synthetic.details
+    <dpstats.synth.base.Synthetic.details>`, e.g. the ``workload`` a workload
+    mechanism used) of a successful trial.
+    """
 
     trial: SynthTrial
     status: str
@@ -62,6 +74,58 @@ class TrialOutcome:
     message: str = ""
     frame: pd.DataFrame | None = None
     peak_mb: float = 0.0
+    details: Mapping[str, Any] | None = None
+
+
+#: Hyperparameters the benchmark sets itself (from the schema), never from ``params``.
+_FROM_SCHEMA = ("label",)
+
+
+def check_params(params: Mapping[str, Mapping[str, Any]]) -> None:
+    """Check ``mechanism -> {hyperparameter: value}`` against the registry and each mechanism's defaults.
+
+    Raises
+    ------
+    KeyError
+        For an unknown mechanism (listing the known ones), an unknown
+        hyperparameter (listing the mechanism's), or ``label`` (which comes
+        from the schema: ``--label`` on the command line).
+    """
+    for mech, kw in params.items():
+        if mech not in SYNTHESIZERS:
+            raise KeyError(f"unknown mechanism {mech!r} in a hyperparameter; known: {', '.join(SYNTHESIZERS)}")
+        settable = [k for k in get_synthesizer(mech).defaults if k not in _FROM_SCHEMA]
+        for k in kw:
+            if k in _FROM_SCHEMA:
+                raise KeyError(f"{mech}.{k}: the label comes from the schema (give --label instead)")
+            if k not in settable:
+                raise KeyError(f"unknown hyperparameter {k!r} of {mech}; known: {', '.join(settable) or 'none'}")
+
+
+def make_synthesizer(name: str, schema: Schema, params: Mapping[str, Any] | None = None) -> Synthesizer:
+    """The synthesizer ``name`` as the benchmark runs it.
+
+    Parameters
+    ----------
+    name : str
+        A registered mechanism.
+    schema : Schema
+        When the mechanism has a ``label`` hyperparameter it gets
+        ``schema.label`` (the paper's workload: 2- and 3-way marginals that
+        include the label; no label, all 2-way marginals).
+    params : mapping, optional
+        Hyperparameters overriding the defaults (checked by :func:`check_params`).
+
+    Returns
+    -------
+    Synthesizer
+    """
+    cls = get_synthesizer(name)
+    params = dict(params or {})
+    check_params({name: params})
+    if "label" in cls.defaults:
+        params["label"] = schema.label
+    return cls(**params)
 
 
 @dataclass(frozen=True)
@@ -71,19 +135,21 @@ class _Context:
     df: pd.DataFrame
     schema: Schema
     discretizer: str
+    params: Mapping[str, Mapping[str, Any]]
 
 
-def _synthesize_call(ctx: _Context, trial: SynthTrial) -> pd.DataFrame:
+def _synthesize_call(ctx: _Context, trial: SynthTrial) -> tuple[pd.DataFrame, dict[str, Any]]:
     """One trial, in a worker: synthesize ``ctx.df`` (a module-level function, pickled by reference)."""
-    synth = get_synthesizer(trial.mechanism)()
+    synth = make_synthesizer(trial.mechanism, ctx.schema, ctx.params.get(trial.mechanism))
     rng = np.random.default_rng(trial.seed)
     res = synthesize_frame(ctx.df, ctx.schema, synth, trial.epsilon, trial.delta, rng,
                            discretizer=make_discretizer(ctx.discretizer), file=trial.dataset)
-    return res.frame
+    return res.frame, dict(res.synthetic.details)
 
 
 def run_trials(tasks: Sequence[tuple[pd.DataFrame, Schema, Sequence[SynthTrial]]], *, discretizer: str = "privtree",
                time_limit: float = DEFAULT_TIME_LIMIT, memory_mb: float = DEFAULT_MEMORY_MB, workers: int = 1,
+               params: Mapping[str, Mapping[str, Any]] | None = None,
                on_outcome: Callable[[TrialOutcome], None]) -> None:
     """Run synthesis trials in a :class:`~dpstats.bench.trial.WorkerPool` under the limits.
 
@@ -98,12 +164,17 @@ def run_trials(tasks: Sequence[tuple[pd.DataFrame, Schema, Sequence[SynthTrial]]
         Per-trial limits (a trial over them is ``timeout`` / ``memory``).
     workers : int
         Worker processes.
+    params : mapping, optional
+        ``mechanism -> {hyperparameter: value}`` overriding the defaults
+        (see :func:`make_synthesizer`).
     on_outcome : callable
         Receives each :class:`TrialOutcome` as it arrives (in completion order).
     """
+    params = {m: dict(kw) for m, kw in (params or {}).items()}
+    check_params(params)
     jobs = []
     for df, schema, trials in tasks:
-        ctx = _Context(df, schema, discretizer)
+        ctx = _Context(df, schema, discretizer, params)
         by_mech: dict[tuple[str, str], list[SynthTrial]] = {}
         for t in trials:
             by_mech.setdefault((t.dataset, t.mechanism), []).append(t)
@@ -112,23 +183,28 @@ def run_trials(tasks: Sequence[tuple[pd.DataFrame, Schema, Sequence[SynthTrial]]
                                 corpus="<synth>"))
 
     def on_result(r: CallResult) -> None:
-        ok = r.status == "ok" and isinstance(r.value, pd.DataFrame)
+        ok = r.status == "ok" and isinstance(r.value, tuple) and isinstance(r.value[0], pd.DataFrame)
         message = r.message or ""
         if r.status == "timeout" and not message:
             message = f"exceeded {time_limit:g} s"
+        frame, details = r.value if ok else (None, None)
         on_outcome(TrialOutcome(r.item, r.status if ok or r.status != "ok" else "error", float(r.seconds),
-                                message, r.value if ok else None, float(r.peak_mb)))
+                                message, frame, float(r.peak_mb), details))
 
     with WorkerPool(workers, Limits(time=time_limit, memory_mb=memory_mb)) as pool:
         pool.run(jobs, on_result)
 
 
 def run_supervised(df: pd.DataFrame, schema: Schema, trial: SynthTrial, *, discretizer: str = "privtree",
-                   time_limit: float = DEFAULT_TIME_LIMIT, memory_mb: float = DEFAULT_MEMORY_MB) -> TrialOutcome:
-    """Synthesize one trial in a benchmark worker under the time and memory limits."""
+                   time_limit: float = DEFAULT_TIME_LIMIT, memory_mb: float = DEFAULT_MEMORY_MB,
+                   params: Mapping[str, Any] | None = None) -> TrialOutcome:
+    """Synthesize one trial in a benchmark worker under the time and memory limits.
+
+    ``params`` are the trial mechanism's hyperparameters (see :func:`make_synthesizer`).
+    """
     out: list[TrialOutcome] = []
     run_trials([(df, schema, [trial])], discretizer=discretizer, time_limit=time_limit, memory_mb=memory_mb,
-               on_outcome=out.append)
+               params={trial.mechanism: dict(params)} if params else None, on_outcome=out.append)
     return out[0]
 
 
@@ -137,8 +213,13 @@ def run_benchmark(datasets: Sequence[tuple[str, pd.DataFrame, Schema]], mechanis
                   discretizer: str = "privtree", time_limit: float = DEFAULT_TIME_LIMIT,
                   memory_mb: float = DEFAULT_MEMORY_MB, workers: int = 1,
                   progress: Callable[[TrialOutcome], None] | None = None,
-                  keep_frames: bool = False) -> tuple[pd.DataFrame, dict[tuple[str, str, float], pd.DataFrame]]:
+                  keep_frames: bool = False, params: Mapping[str, Mapping[str, Any]] | None = None,
+                  ) -> tuple[pd.DataFrame, dict[tuple[str, str, float], pd.DataFrame]]:
     """Run every trial; return the long table of metric values and (optionally) one synthetic frame per cell.
+
+    ``params`` maps a mechanism to hyperparameters overriding its defaults
+    (see :func:`make_synthesizer`); ``progress`` receives each
+    :class:`TrialOutcome` (with the synthesizer's ``details``) as it arrives.
 
     Returns
     -------
@@ -174,7 +255,7 @@ def run_benchmark(datasets: Sequence[tuple[str, pd.DataFrame, Schema]], mechanis
         outcomes[t] = o
 
     run_trials([(df, schema, ts) for _, df, schema, ts in plan], discretizer=discretizer, time_limit=time_limit,
-               memory_mb=memory_mb, workers=workers, on_outcome=on_outcome)
+               memory_mb=memory_mb, workers=workers, params=params, on_outcome=on_outcome)
     rows: list[dict[str, Any]] = []
     for _, _, _, ts in plan:
         for t in ts:

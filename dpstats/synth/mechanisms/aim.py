@@ -144,6 +144,6 @@ class AIM(Synthesizer):
             if np.abs(marg.counts(q) - before).sum() <= math.sqrt(2.0 / math.pi) * sigma * dom.size(q):
                 sigma, eps, anneals = sigma / 2.0, eps * 2.0, anneals + 1
         out = _pgm.sample(model, dom, n_rows, rng, marginals=marg)
-        self.details = {"selected": selected, "rounds_run": len(selected), "anneals": anneals,
-                        "fit_iterations": fit_iters}
+        self.details = {"workload": workload, "selected": selected, "rounds_run": len(selected),
+                        "anneals": anneals, "fit_iterations": fit_iters}
         return data.with_codes(out)

@@ -223,6 +223,6 @@ class FEM(Synthesizer):
                 kept.append(current)
         pool = np.concatenate(kept) if kept else current
         out = pool[rng.integers(0, pool.shape[0], size=n_rows)] if n_rows else np.zeros((0, len(dom)), np.int64)
-        self.details = {"epsilon_0": eps0, "rounds": T, "samples_kept": int(pool.shape[0]),
+        self.details = {"workload": workload, "epsilon_0": eps0, "rounds": T, "samples_kept": int(pool.shape[0]),
                         "distinct_queries": len(weights_pos) + len(weights_neg)}
         return data.with_codes(out)

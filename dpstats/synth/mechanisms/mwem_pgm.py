@@ -103,5 +103,5 @@ class MWEMPGM(Synthesizer):
             marg = _pgm.ModelMarginals(model)
         assert model is not None and marg is not None      # rounds >= 1
         out = _pgm.sample(model, dom, n_rows, rng, marginals=marg)
-        self.details = {"selected": chosen, "sigma": sigma, "epsilon_select": eps_t}
+        self.details = {"workload": workload, "selected": chosen, "sigma": sigma, "epsilon_select": eps_t}
         return data.with_codes(out)

@@ -272,7 +272,7 @@ class RAP(Synthesizer):
                                      float(self.params["stopping"]))
             steps.append(int(it))
         out = randomized_rounding(dprime, sizes, n_rows, rng)
-        self.details = {"epochs": T, "top_q": K, "epsilon_select": eps_sel, "sigmas": sigmas,
+        self.details = {"workload": workload, "epochs": T, "top_q": K, "epsilon_select": eps_sel, "sigmas": sigmas,
                         "adam_steps": steps, "queries": nq,
                         "selected": picks}
         return data.with_codes(out)

@@ -1,5 +1,6 @@
 import numpy as np
 import pandas as pd
+import pytest
 
 from dpstats.synth import SYNTHESIZERS
 from dpstats.synth.base import Synthesizer
@@ -90,3 +91,53 @@ def test_benchmark_trials_run_in_the_worker_pool_a_slow_one_is_a_timeout(bank, m
     assert list(res["mechanism"].drop_duplicates()) == ["sleepy", "independent"]
     assert list(res[res["mechanism"] == "independent"]["trial"].drop_duplicates()) == [0, 1]
     assert set(frames) == {("bank", "independent", 1.0)}
+
+
+#: hyperparameters small enough for a few seconds per mechanism on a few hundred rows
+SMALL = {"aim": {"rounds": 8, "iters": 50, "final_iters": 50}, "mwem_pgm": {"iters": 50, "final_iters": 50},
+         "fem": {"rounds": 3, "samples": 2}, "rap": {"epochs": 2, "top_q": 4, "n_prime": 100, "iterations": 20}}
+
+
+def test_benchmark_gives_every_workload_mechanism_the_schema_label(bank):
+    """A real run: each workload mechanism's own workload is the paper's, every marginal holding the label."""
+    from dpstats.bench.synth.benchmark import run_benchmark
+    from dpstats.synth.workload import paper_workload
+
+    df, schema = bank
+    cols = ["age", "job", "marital", "housing", "y"]
+    schema = schema.select(cols)
+    assert schema.label == "y"
+    seen = []
+    res, _ = run_benchmark([("bank", df[cols].head(400), schema)], list(SMALL), [1.0], 1, params=SMALL,
+                           progress=seen.append, time_limit=120)
+    assert (res["status"] == "ok").all(), res[["mechanism", "message"]]
+    used = {o.trial.mechanism: o.details["workload"] for o in seen}
+    assert set(used) == set(SMALL)
+    for mech, workload in used.items():
+        assert workload and all("y" in q for q in workload), (mech, workload)
+        assert list(workload) == paper_workload(cols, "y"), mech
+
+
+def test_make_synthesizer_passes_the_label_to_every_mechanism_that_takes_one(bank):
+    from dpstats.bench.synth.benchmark import make_synthesizer
+    from dpstats.synth import get_synthesizer
+
+    _, schema = bank
+    takes = [m for m in SYNTHESIZERS if "label" in get_synthesizer(m).defaults]
+    assert {"aim", "mwem_pgm", "fem", "rap"} <= set(takes)
+    for m in takes:
+        assert make_synthesizer(m, schema).params["label"] == "y"
+        assert make_synthesizer(m, schema.with_label(None)).params["label"] is None
+
+
+def test_hyperparameters_are_checked_naming_the_valid_ones(bank):
+    from dpstats.bench.synth.benchmark import check_params, make_synthesizer
+
+    _, schema = bank
+    assert make_synthesizer("mst", schema, {"iters": 5}).params["iters"] == 5
+    with pytest.raises(KeyError, match=r"unknown mechanism 'nope' .*known: independent, mst"):
+        check_params({"nope": {"iters": 1}})
+    with pytest.raises(KeyError, match=r"unknown hyperparameter 'itres' of mst; known: .*iters"):
+        check_params({"mst": {"itres": 1}})
+    with pytest.raises(KeyError, match=r"aim.label: the label comes from the schema"):
+        check_params({"aim": {"label": "y"}})
