@@ -24,11 +24,17 @@ a row is a removal then an addition, so the tree run with ``epsilon / 2`` is
 ``epsilon``-DP under replace-one neighbours (group privacy). The trees of the
 ``m`` numeric columns compose; each is charged as pure ``epsilon_j``-DP to the
 accountant (``epsilon_j^2 / 2``-zCDP under zCDP accounting). Stopping at a
-public maximum depth, or not splitting a cell narrower than one unit of an
-integer column, prunes the tree deterministically: post-processing. An
-integer column's tree covers ``[lo - 1/2, hi + 1/2]`` (public), so that a
-cell of width one holds exactly one integer (a 0/1 column gets the cells
-``{0}`` and ``{1}``).
+public maximum depth, or not splitting a cell that holds a single integer of
+an integer column, prunes the tree deterministically: post-processing. An
+integer column's tree covers ``[lo - 1/2, hi + 1/2]`` (public) and splits a
+cell at the half-integer nearest its middle (at or below it), so that every
+cell holds whole integers and a cell of width one exactly one (a 0/1 column
+gets the cells ``{0}`` and ``{1}``; a value held by many rows stays one
+value after decoding). The theorem does not need equal halves: it holds for
+any decomposition in which a node's children partition it and depend only
+on the node's (public) range, never on the data; the split points are such
+a rule, so the noise, the threshold and the charge are the same as for
+midpoint splits.
 """
 
 from __future__ import annotations
@@ -83,7 +89,8 @@ def privtree_scale(epsilon: float, beta: int = 2) -> float:
 
 
 def privtree_edges(x: np.ndarray, lo: float, hi: float, epsilon: float, rng: np.random.Generator, *,
-                   theta: float = 0.0, max_depth: int = 16, min_width: float = 0.0) -> np.ndarray:
+                   theta: float = 0.0, max_depth: int = 16, min_width: float = 0.0,
+                   integer: bool = False) -> np.ndarray:
     """The leaves of a 1-D PrivTree over ``[lo, hi]``: ``epsilon``-DP under replace-one neighbours.
 
     Parameters
@@ -99,6 +106,11 @@ def privtree_edges(x: np.ndarray, lo: float, hi: float, epsilon: float, rng: np.
         Public depth cap (post-processing).
     min_width : float
         Cells narrower than this are not split (post-processing).
+    integer : bool
+        ``lo`` and ``hi`` are half-integers (an integer column's range
+        widened by 1/2): cells are split at half-integers, and a cell holding
+        one integer is not split (post-processing), so every cell holds
+        whole integers.
 
     Returns
     -------
@@ -110,6 +122,8 @@ def privtree_edges(x: np.ndarray, lo: float, hi: float, epsilon: float, rng: np.
     beta = 2
     lam = privtree_scale(epsilon, beta)
     dlt = lam * math.log(beta)
+    if integer and not ((float(lo) - 0.5).is_integer() and (float(hi) - 0.5).is_integer()):
+        raise ValueError(f"integer PrivTree: lo and hi must be half-integers, got {lo!r}, {hi!r}")
     x = np.sort(np.asarray(x, dtype=float))
     leaves: list[tuple[float, float]] = []
     stack = [(lo, hi, 0)]
@@ -120,8 +134,14 @@ def privtree_edges(x: np.ndarray, lo: float, hi: float, epsilon: float, rng: np.
             - np.searchsorted(x, a, side="left")
         biased = max(c - depth * dlt, theta - dlt)
         noisy = biased + rng.laplace(0.0, lam)
-        mid = (a + b) / 2.0
-        if noisy > theta and depth < max_depth and (b - a) / 2.0 >= min_width and a < mid < b:
+        if integer:
+            # the half-integer at or below the middle: both children hold whole integers
+            mid = a + math.floor((b - a) / 2.0)
+            splittable = b - a >= 2.0
+        else:
+            mid = (a + b) / 2.0
+            splittable = (b - a) / 2.0 >= min_width
+        if noisy > theta and depth < max_depth and splittable and a < mid < b:
             stack.append((mid, b, depth + 1))
             stack.append((a, mid, depth + 1))
         else:
@@ -170,12 +190,12 @@ class PrivTree:
             else:
                 x = pd.to_numeric(df[c.name]).to_numpy(dtype=float)
                 if c.integer:
-                    # integer columns: cells over [lo - 1/2, hi + 1/2], none narrower than one integer
+                    # integer columns: cells over [lo - 1/2, hi + 1/2], cut at half-integers
                     lo, hi = math.ceil(lo) - 0.5, math.floor(hi) + 0.5
 
                 def tree(r: np.random.Generator, x=x, lo=lo, hi=hi, integer=c.integer) -> np.ndarray:
                     return privtree_edges(x, lo, hi, eps_j, r, theta=self.theta, max_depth=self.max_depth,
-                                          min_width=1.0 if integer else 0.0)
+                                          integer=integer)
             # the whole tree is eps_j-DP (Zhang, Xiao, Xie 2016; replace-one: twice the add/remove
             # epsilon used inside privtree_edges); its Laplace draws happen inside this call
             out[c.name] = accountant.measurement(
