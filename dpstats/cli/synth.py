@@ -2,14 +2,21 @@
 
 Bad input -- a data file that cannot be read, a schema naming a missing
 column or a value outside its levels or bounds, a label that is not a
-column, an unknown mechanism or data set -- is one line naming the file and
-column on stderr, exit status 2, and nothing written to ``--out`` (results
-are written to a temporary folder or file beside it and renamed at the end).
+column, an empty data file, a missing value in a numeric column, an unknown
+mechanism, data set or hyperparameter -- is one line naming the file and
+column (or the mechanism and the valid names) on stderr, exit status 2, and
+nothing written to ``--out`` (results are written to a temporary folder or
+file beside it and renamed at the end).
+
+``--param MECHANISM.NAME=VALUE`` (repeatable) sets a mechanism's
+hyperparameter, e.g. ``--param mst.iters=5000``; ``VALUE`` is read as a
+Python literal (a number, ``None``, a list...) and otherwise kept as text.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import shutil
@@ -33,6 +40,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="discretiser of numeric columns (default: privtree, 10%% of the budget)")
     p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS", help="per-trial limit (default: 60)")
     p.add_argument("--memory-limit", type=float, default=None, metavar="MB", help="per-trial memory (default: 4096)")
+    p.add_argument("--param", action="append", default=[], metavar="MECHANISM.NAME=VALUE",
+                   help="a mechanism's hyperparameter, e.g. mst.iters=5000 (repeatable; VALUE a Python literal "
+                        "or text)")
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -103,6 +113,30 @@ def _mechanisms(names: list[str] | None) -> list[str]:
     return names
 
 
+def _params(specs: list[str], mechanisms: list[str]) -> dict[str, dict[str, Any]]:
+    """``--param MECHANISM.NAME=VALUE`` options as ``{mechanism: {name: value}}``, checked against the registry."""
+    from dpstats.bench.synth.benchmark import check_params
+
+    out: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        key, eq, text = spec.partition("=")
+        mech, dot, name = key.strip().partition(".")
+        if not (eq and dot and mech and name):
+            raise ValueError(f"--param {spec}: expected MECHANISM.NAME=VALUE, e.g. mst.iters=5000")
+        try:
+            value: Any = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError):
+            value = text.strip()
+        try:
+            check_params({mech: {name: value}})
+        except KeyError as exc:
+            raise ValueError(f"--param {spec}: {exc.args[0]}") from None
+        if mech not in mechanisms:
+            raise ValueError(f"--param {spec}: {mech} is not among the mechanisms run ({', '.join(mechanisms)})")
+        out.setdefault(mech, {})[name] = value
+    return out
+
+
 def _limits(args: argparse.Namespace) -> dict[str, float]:
     from dpstats.bench.trial import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, Limits
 
@@ -126,6 +160,7 @@ def _bench(args: argparse.Namespace) -> int:
     out = Path(args.out)
     _check_out_dir(out)
     mechs = _mechanisms(args.mechanism)
+    params = _params(args.param, mechs)
     epsilons = args.epsilon or list(DEFAULT_EPSILONS)
     delta = DEFAULT_DELTA if args.delta is None else args.delta
     for e in epsilons:
@@ -164,6 +199,7 @@ def _bench(args: argparse.Namespace) -> int:
     try:
         res, frames = run_benchmark(datasets, mechs, epsilons, args.trials, delta=delta,
                                     discretizer=args.discretizer, keep_frames=True, workers=args.workers,
+                                    params=params,
                                     progress=(lambda _o: bar.update(1)) if bar is not None else None, **limits)
         if bar is not None:
             bar.close()
@@ -200,13 +236,15 @@ def _run(args: argparse.Namespace) -> int:
     if not out.parent.exists():
         raise ValueError(f"{out.parent}: the folder of --out does not exist")
     (mech,) = _mechanisms([args.mechanism])
+    params = _params(args.param, [mech])
     delta = DEFAULT_DELTA if args.delta is None else args.delta
     validate_budget(args.epsilon, delta)
     df, schema = _load_data(args.data, args.schema, args.label)
     if args.rows is not None and args.rows < 1:
         raise ValueError(f"--rows must be >= 1, got {args.rows}")
     trial = SynthTrial(Path(args.data).name, mech, args.epsilon, delta, args.seed)
-    outcome = run_supervised(df, schema, trial, discretizer=args.discretizer, **_limits(args))
+    outcome = run_supervised(df, schema, trial, discretizer=args.discretizer, params=params.get(mech),
+                             **_limits(args))
     if outcome.status != "ok" or outcome.frame is None:
         print(f"dpstats: {mech} on {args.data}: {outcome.status}: {outcome.message.splitlines()[0] if outcome.message else ''}",
               file=sys.stderr)

@@ -42,6 +42,7 @@ Examples
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import tomllib
@@ -393,7 +394,8 @@ class Schema:
         ------
         SchemaError
             Naming ``file`` and the column: a schema column missing from the
-            data, a categorical value not among the levels, a numeric value
+            data, a categorical value not among the levels, a numeric column
+            with missing values (with their number of rows), a numeric value
             not a finite number or outside the bounds.
         """
         missing = [c for c in self.names if c not in df.columns]
@@ -413,12 +415,19 @@ class Schema:
                                       f"is not among the schema's levels ({int(bad.sum())} such rows)",
                                       file=file, column=c.name)
             else:
+                missing = s.isna().to_numpy()
+                if missing.any():
+                    i = int(np.flatnonzero(missing)[0])
+                    k = int(missing.sum())
+                    raise SchemaError(f"{k} row{'s' if k > 1 else ''} with a missing value (first: row {i + 1}); "
+                                      "a numeric column needs a number in every row (drop or impute them first)",
+                                      file=file, column=c.name)
                 x = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
                 bad = ~np.isfinite(x)
                 if bad.any():
                     i = int(np.flatnonzero(bad)[0])
-                    raise SchemaError(f"value {s.iloc[i]!r} (row {i + 1}) is not a finite number", file=file,
-                                      column=c.name)
+                    raise SchemaError(f"value {s.iloc[i]!r} (row {i + 1}) is not a finite number "
+                                      f"({int(bad.sum())} such rows)", file=file, column=c.name)
                 assert c.bounds is not None
                 lo, hi = c.bounds
                 out = (x < lo) | (x > hi)
@@ -429,22 +438,43 @@ class Schema:
         return df.loc[:, list(self.names)]
 
 
+def _blank(path: Path) -> bool:
+    """Whether a (possibly gzip-compressed) text file holds nothing but white space."""
+    if not path.is_file() or path.suffix.lower() == ".parquet":
+        return False
+    opener = gzip.open if path.suffix.lower() == ".gz" else open
+    with opener(path, "rb") as fh:
+        while chunk := fh.read(1 << 16):
+            if chunk.strip():
+                return False
+    return True
+
+
 def read_table(path: str | Path) -> pd.DataFrame:
     """Read a CSV (optionally gzip-compressed; separator sniffed) or Parquet file.
 
     Raises
     ------
     SchemaError
-        Naming the file when it cannot be read or has no rows.
+        Naming the file when it cannot be read, is empty (no bytes, or only
+        blank lines) or has a header and no rows.
     """
     path = Path(path)
     try:
+        if _blank(path):
+            raise SchemaError("empty file", file=path)
         if path.suffix.lower() == ".parquet":
             df = pd.read_parquet(path)
         else:
             df = pd.read_csv(path, sep=None, engine="python")
+    except SchemaError:
+        raise
+    except pd.errors.EmptyDataError:
+        raise SchemaError("empty file", file=path) from None
     except Exception as exc:  # pandas raises many types; all mean "cannot read"
         raise SchemaError(f"cannot read the data file: {exc.__class__.__name__}: {exc}", file=path) from None
-    if len(df) == 0 or len(df.columns) == 0:
-        raise SchemaError("the data file has no rows", file=path)
+    if len(df.columns) == 0:
+        raise SchemaError("empty file", file=path)
+    if len(df) == 0:
+        raise SchemaError("empty file: a header and no rows", file=path)
     return df

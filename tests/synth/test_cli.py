@@ -161,3 +161,60 @@ def test_data_file_never_seen_anes96(tmp_path, capsys):
     syn = pd.read_csv(syn_out)
     assert list(syn.columns) == [c for c in df.columns if c != "logpopul"] and len(syn) == len(df)
     assert syn["income"].isin(range(1, 25)).all() and syn["age"].between(18, 100).all()
+
+
+@pytest.mark.parametrize("content,words", [
+    (b"", "empty.csv: empty file"),
+    (b"\n  \n", "empty.csv: empty file"),
+    (b"a,b\n", "empty.csv: empty file: a header and no rows"),
+])
+def test_empty_data_file_is_named(tmp_path, small, capsys, content, words):
+    _, schema = small
+    (tmp_path / "empty.csv").write_bytes(content)
+    for argv in (["bench", "--mechanism", "independent", "--out", str(tmp_path / "out")],
+                 ["run", "independent", "--epsilon", "1", "--out", str(tmp_path / "s.csv")]):
+        code, io = _run(["synth", *argv, "--data", str(tmp_path / "empty.csv"), "--schema", str(schema)], capsys)
+        assert code == 2 and words in io.err and len(io.err.strip().splitlines()) == 1, io.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv", "empty.csv", "s.toml"]
+
+
+@pytest.mark.filterwarnings("ignore::dpstats.privacy.accounting.PrivacyLeakWarning")
+def test_missing_numeric_value_names_the_column_and_the_rows(tmp_path, small, capsys):
+    _, schema = small
+    df = pd.DataFrame({"a": [1, None, 3, 2, None, None], "b": list("xyxxyx")})
+    df.to_csv(tmp_path / "m.csv", index=False)
+    for extra in (["--schema", str(schema)], ["--label", "b"]):          # a schema file, or one read from the data
+        code, io = _run(["synth", "run", "independent", "--data", str(tmp_path / "m.csv"), "--epsilon", "1",
+                         "--out", str(tmp_path / "s.csv"), *extra], capsys)
+        assert code == 2 and "m.csv: column 'a': 3 rows with a missing value (first: row 2)" in io.err, io.err
+        assert not (tmp_path / "s.csv").exists()
+
+
+def test_param_sets_a_mechanism_hyperparameter(tmp_path, small, capsys):
+    data, schema = small
+    out = tmp_path / "out"
+    code, io = _run(["synth", "bench", "--data", str(data), "--schema", str(schema), "--mechanism", "privbayes",
+                     "--epsilon", "1", "--trials", "1", "--param", "privbayes.degree=1", "--param",
+                     "privbayes.theta=5.0", "--out", str(out), "--no-progress"], capsys)
+    assert code == 0, io.err
+    assert (pd.read_csv(out / "results.csv")["status"] == "ok").all()
+    code, io = _run(["synth", "run", "privbayes", "--data", str(data), "--schema", str(schema), "--epsilon", "1",
+                     "--param", "privbayes.degree=1", "--out", str(tmp_path / "s.csv")], capsys)
+    assert code == 0, io.err
+
+
+@pytest.mark.parametrize("param,words", [
+    ("nope.iters=5", "--param nope.iters=5: unknown mechanism 'nope' in a hyperparameter; known: independent, mst,"),
+    ("mst.itres=5", "--param mst.itres=5: unknown hyperparameter 'itres' of mst; known: compress, iters"),
+    ("mst.label=b", "unknown hyperparameter 'label' of mst"),
+    ("aim.label=b", "--param aim.label=b: the label of aim is the schema's (give --label instead)"),
+    ("mstiters=5", "--param mstiters=5: expected MECHANISM.NAME=VALUE"),
+    ("aim.rounds=5", "--param aim.rounds=5: aim is not among the mechanisms run (mst)"),
+])
+def test_param_errors_name_the_valid_ones(tmp_path, small, capsys, param, words):
+    data, schema = small
+    for argv in (["bench", "--mechanism", "mst", "--out", str(tmp_path / "out")],
+                 ["run", "mst", "--epsilon", "1", "--out", str(tmp_path / "s.csv")]):
+        code, io = _run(["synth", *argv, "--data", str(data), "--schema", str(schema), "--param", param], capsys)
+        assert code == 2 and words in io.err and len(io.err.strip().splitlines()) == 1, io.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv", "s.toml"]

@@ -94,10 +94,11 @@ def check_params(params: Mapping[str, Mapping[str, Any]]) -> None:
     for mech, kw in params.items():
         if mech not in SYNTHESIZERS:
             raise KeyError(f"unknown mechanism {mech!r} in a hyperparameter; known: {', '.join(SYNTHESIZERS)}")
-        settable = [k for k in get_synthesizer(mech).defaults if k not in _FROM_SCHEMA]
+        defaults = get_synthesizer(mech).defaults
+        settable = [k for k in defaults if k not in _FROM_SCHEMA]
         for k in kw:
-            if k in _FROM_SCHEMA:
-                raise KeyError(f"{mech}.{k}: the label comes from the schema (give --label instead)")
+            if k in _FROM_SCHEMA and k in defaults:
+                raise KeyError(f"the {k} of {mech} is the schema's (give --label instead)")
             if k not in settable:
                 raise KeyError(f"unknown hyperparameter {k!r} of {mech}; known: {', '.join(settable) or 'none'}")
 

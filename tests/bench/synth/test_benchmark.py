@@ -116,6 +116,9 @@ def test_benchmark_gives_every_workload_mechanism_the_schema_label(bank):
     for mech, workload in used.items():
         assert workload and all("y" in q for q in workload), (mech, workload)
         assert list(workload) == paper_workload(cols, "y"), mech
+    details = {o.trial.mechanism: o.details for o in seen}        # the run's hyperparameters were used
+    assert details["aim"]["rounds_run"] <= 8 and details["rap"]["epochs"] == 2
+    assert len(details["mwem_pgm"]["selected"]) == len(cols) and details["fem"]["rounds"] == 3
 
 
 def test_make_synthesizer_passes_the_label_to_every_mechanism_that_takes_one(bank):
@@ -139,5 +142,5 @@ def test_hyperparameters_are_checked_naming_the_valid_ones(bank):
         check_params({"nope": {"iters": 1}})
     with pytest.raises(KeyError, match=r"unknown hyperparameter 'itres' of mst; known: .*iters"):
         check_params({"mst": {"itres": 1}})
-    with pytest.raises(KeyError, match=r"aim.label: the label comes from the schema"):
+    with pytest.raises(KeyError, match=r"the label of aim is the schema.s"):
         check_params({"aim": {"label": "y"}})
