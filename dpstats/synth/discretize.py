@@ -34,7 +34,9 @@ value after decoding). The theorem does not need equal halves: it holds for
 any decomposition in which a node's children partition it and depend only
 on the node's (public) range, never on the data; the split points are such
 a rule, so the noise, the threshold and the charge are the same as for
-midpoint splits.
+midpoint splits. The depth cap of an integer column is raised to
+``ceil(log2(hi - lo + 1))`` when that is deeper, so that every integer can
+get a cell of its own (a public cap, hence still post-processing).
 """
 
 from __future__ import annotations
@@ -103,7 +105,9 @@ def privtree_edges(x: np.ndarray, lo: float, hi: float, epsilon: float, rng: np.
     theta : float
         Split threshold (Zhang et al. use 0).
     max_depth : int
-        Public depth cap (post-processing).
+        Public depth cap (post-processing); with ``integer`` raised to
+        ``ceil(log2(hi - lo))``, the depth at which every cell can hold a
+        single integer.
     min_width : float
         Cells narrower than this are not split (post-processing).
     integer : bool
@@ -124,6 +128,9 @@ def privtree_edges(x: np.ndarray, lo: float, hi: float, epsilon: float, rng: np.
     dlt = lam * math.log(beta)
     if integer and not ((float(lo) - 0.5).is_integer() and (float(hi) - 0.5).is_integer()):
         raise ValueError(f"integer PrivTree: lo and hi must be half-integers, got {lo!r}, {hi!r}")
+    if integer and hi - lo > 1:
+        # a value held by many rows can get a cell of its own however wide the range
+        max_depth = max(max_depth, math.ceil(math.log2(hi - lo)))
     x = np.sort(np.asarray(x, dtype=float))
     leaves: list[tuple[float, float]] = []
     stack = [(lo, hi, 0)]

@@ -84,6 +84,18 @@ def test_privtree_cuts_integer_columns_at_half_integers(bank):
         privtree_edges(x, 0, 99_999.5, 1.0, np.random.default_rng(1), integer=True)
 
 
+def test_privtree_reaches_one_integer_cells_beyond_the_depth_cap():
+    """Bank's balance spans 120,001 integers (more than 2**16): its spike at 0 still gets the cell {0}."""
+    from dpstats.synth.datasets import load_dataset
+
+    df, schema = load_dataset("bank")
+    for seed in range(3):
+        e = PrivTree().edges(df, schema.select(["balance"]), ZCDPAccountant(10.0, 1e-9),
+                             np.random.default_rng(seed))["balance"]
+        i = np.searchsorted(e, 0) - 1
+        assert (e[i], e[i + 1]) == (-0.5, 0.5), (seed, e[i - 1:i + 3])
+
+
 def _spike_share(name, column, value, seeds=(0, 1, 2), rows=5000):
     """Real and synthetic (Independent, epsilon = 10, PrivTree) shares of ``column == value`` and ``value + 1``."""
     from dpstats.synth.datasets import load_dataset
