@@ -285,3 +285,23 @@ def test_ssp_bootstrap_interval_is_infinite_when_bounds_were_chosen_privately(wa
     assert r.has_interval and math.isinf(r.std_error)
     assert "Uninformative" in r.summary()
 
+
+def test_ssp_bootstrap_draws_no_replicates_for_an_interval_known_to_be_infinite() -> None:
+    """A privately chosen bound makes the interval infinite before the bootstrap (a public fact of the design):
+    the replicates are skipped and the estimate is the one the bootstrap path gives."""
+    from dpstats.data.corpus import Corpus
+    from tests.noise_spy import RecordingGenerator
+
+    inst = Corpus.public().instance("mroz87_lwage_linreg")
+    cls = get("linreg", "ssp_bootstrap")
+    runs = {}
+    for guard in (True, False):
+        rng = RecordingGenerator(4)
+        out = cls(clip_guard=guard, n_boot=50).run(inst.task_data(), inst.facts, 1.0, 1e-6, rng)
+        runs[guard] = (out, len(rng.draws))
+    (skipped, n_skipped), (boot, n_boot) = runs[True], runs[False]
+    assert np.array_equal(skipped.estimate, boot.estimate)
+    assert np.all(np.isinf(skipped.std_error)) and np.all(np.isfinite(boot.std_error))
+    # each replicate draws three times (the residual, X'y's and X'X's noise)
+    assert n_boot - n_skipped == 3 * 50
+

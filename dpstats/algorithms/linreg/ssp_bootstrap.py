@@ -80,6 +80,7 @@ def parametric_bootstrap(
     draws : ndarray, shape (n_boot, d)
         Re-estimates on statistics simulated from the fitted model plus fresh noise.
     std_error : ndarray, shape (d,)
+        The draws' spread (infinite with fewer than two draws).
     s2 : float
         The residual variance used (inflated by one noise standard deviation of ``y'y``).
     """
@@ -99,7 +100,7 @@ def parametric_bootstrap(
         bs = mean_b + math.sqrt(s2) * (L @ rng.standard_normal(d)) + rng.normal(0.0, sigma_xy, size=d)
         Hs = Hp + upper_to_sym(rng.normal(0.0, sigma_xx, size=int(mask.sum())), mask)
         draws[r] = solve_floor(Hs, bs, sigma_xx)
-    se = np.std(draws, axis=0, ddof=1)
+    se = np.std(draws, axis=0, ddof=1) if n_boot > 1 else np.full(d, np.inf)
     return theta, draws, se, s2
 
 
@@ -189,10 +190,15 @@ class SSPBootstrap(Algorithm):
         yy = acc.gaussian("y'y", float(yc @ yc), sensitivity=sens_yy, sigma=s_yy, rng=rng,
                           note="replace-one sensitivity B_y^2 (y^2 in [0, B_y^2])")
         assert b is not None
-        theta, draws, se, s2 = parametric_bootstrap(H, b, yy, n, cal.sigma_xx, cal.sigma_xy, s_yy, int(p["n_boot"]), rng)
+        # a row or y bound chosen privately makes the interval infinite whatever the bootstrap gives (a public
+        # fact of the design), so the replicates are not drawn then: the estimate is the same either way
+        clipped = need and bool(p["clip_guard"])
+        n_boot = 0 if clipped else int(p["n_boot"])
+        theta, draws, se, s2 = parametric_bootstrap(H, b, yy, n, cal.sigma_xx, cal.sigma_xy, s_yy, n_boot, rng)
         weak_bias, lost = floor_bias(H, theta, cal.sigma_xx, float(p["noise_guard"]), float(p["shrink_factor"]))
-        bias = np.abs(np.mean(draws, axis=0) - theta) + weak_bias
-        if lost or (need and bool(p["clip_guard"])):
+        boot_bias = np.abs(np.mean(draws, axis=0) - theta) if n_boot > 0 else np.zeros(d)
+        bias = boot_bias + weak_bias
+        if lost or clipped:
             se = np.full(d, np.inf)
         return self.release(theta, acc, std_error=se, df=float(max(n - d, 1)), bias_bound=bias, **det,
                             sigma_xx=cal.sigma_xx, sigma_xy=cal.sigma_xy, sigma_yy=s_yy, residual_variance=s2)
