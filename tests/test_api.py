@@ -242,7 +242,7 @@ def test_secure_reaches_the_release_generator(mroz: pd.DataFrame, monkeypatch: p
         calls.append((seed, secure))
         return release_generator(seed, secure=secure)
 
-    monkeypatch.setattr(dpstats.api, "release_generator", spy)
+    monkeypatch.setattr(dpstats.api.run, "release_generator", spy)  # the module whose run draws the generator
     private_mean(mroz, ["educ"], epsilon=1.0, bounds=BOUNDS)
     private_ols(mroz, FORMULA, epsilon=1.0, bounds=BOUNDS)
     try:

@@ -1,0 +1,42 @@
+"""Which algorithm each function of the economist API runs by default.
+
+:data:`DEFAULT_METHODS` names the method of each task when ``method=None``,
+:data:`INFERENCE_METHODS` the method when an interval is asked for; the
+function each task belongs to names it in messages.
+"""
+
+from __future__ import annotations
+
+#: The method each function uses when ``method=None``: the standard-class
+#: algorithm of its task with the best tau@50 on the public corpus (quick preset,
+#: epsilon 1 and 10: sce fwl_score 3.64 / 0.69, linreg dpnewton 7.20 / 1.67,
+#: mean adaptive_whiten 2.51 / 0.35). tau@50 is a median: on small samples at
+#: small epsilon every method here has heavy tails (rare releases far from the
+#: OLS estimate). Re-check against a full run (dpstats bench --preset full)
+#: before a release.
+DEFAULT_METHODS: dict[str, str] = {
+    "sce": "fwl_score",
+    "linreg": "dpnewton",
+    "mean": "adaptive_whiten",
+}
+
+#: The method each function uses when ``inference=True`` (the default) and
+#: ``method=None``: the same as :data:`DEFAULT_METHODS`, since every default
+#: method gives a private standard error and interval inside the same budget
+#: (see ``docs/inference.md``; every input to an interval is a release or a
+#: public fact). With ``inference=True`` the API runs the method with its
+#: ``interval_params`` (the budget split between estimate and uncertainty):
+#:
+#: * sce ``fwl_score``: 10 % of the score stage for ``sum clip(u)^2 clip(v)^2``,
+#:   a heteroskedasticity-robust sandwich standard error;
+#: * linreg ``dpnewton``: 10 % of the budget for the noisy "meat" of the Newton
+#:   step, a heteroskedasticity-robust sandwich covariance;
+#: * mean ``adaptive_whiten``: free on the whitened path (the private covariance
+#:   it releases anyway), else 10 % for the clipped second moments.
+#:
+#: With ``inference=False`` the method spends the whole budget on the point
+#: estimate (its registered defaults).
+INFERENCE_METHODS: dict[str, str] = dict(DEFAULT_METHODS)
+
+#: The public function of each task (named in error messages).
+_TASK_FUNC = {"sce": "private_coef", "linreg": "private_ols", "mean": "private_mean"}

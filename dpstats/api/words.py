@@ -1,0 +1,121 @@
+"""The API's plain words: what an interval covers, why a release says nothing, and what to do.
+
+Per method, what its interval covers (sampling error, privacy noise, bias);
+the causes and remedies of an infinite interval (by the method's
+``interval_check``) and of a fallback release; the titles of the summaries
+and the number format they share. Read by :class:`~dpstats.api.result.PrivateResult`
+and by the input checks' messages.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+_COVERS = {
+    "fwl_score": ("sampling error of independent rows (heteroskedasticity-robust, HC0 sandwich) and the privacy "
+                  "noise; not clustered sampling error, nor clipping bias"),
+    "dpnewton": ("sampling error of independent rows (heteroskedasticity-robust sandwich of the clipped Newton "
+                 "score) and the privacy noise; not clustered sampling error, nor clipping bias"),
+    "blb_coinpress": ("sampling error of independent rows (the bag-of-little-bootstraps variance) and the privacy "
+                      "noise (Covington et al. 2021); not clustered sampling error"),
+    "sa_coef_interval": ("sampling error of independent rows (the spread of independent block estimates, robust to "
+                         "heteroskedasticity) and the privacy noise; not clustered sampling error"),
+    "adaptive_whiten": ("sampling error of the mean of independent rows and the privacy noise, plus an allowance "
+                        "for clipping bias that assumes light tails"),
+    "ssp_bootstrap": ("sampling error of the classical (homoskedastic, independent rows) OLS standard error and the "
+                      "privacy noise; not heteroskedasticity-robust or clustered sampling error, nor clipping bias"),
+    "kv_interval": ("sampling error of the mean of independent rows and the privacy noise, plus an allowance for "
+                    "clipping bias that assumes light (Gaussian-like) tails"),
+}
+
+#: interval methods whose sampling error is heteroskedasticity-robust (a sandwich or independent blocks)
+_ROBUST = frozenset({"fwl_score", "dpnewton", "sa_coef_interval", "blb_coinpress"})
+
+#: what an interval covers when the release reports a classical within variance (fwl_score with an absorbed
+#: fixed effect)
+_COVERS_WITHIN = ("sampling error of independent rows within the absorbed fixed-effect levels (classical, "
+                  "homoskedastic within variance) and the privacy noise; not heteroskedasticity-robust or clustered "
+                  "sampling error, nor clipping bias")
+
+_TASK_TITLES = {
+    "sce": "Differentially private regression coefficient",
+    "linreg": "Differentially private OLS coefficients",
+    "mean": "Differentially private means",
+}
+
+#: The start of the reason of the API's decline on too few rows (a public rule, see :func:`_too_few_rows`).
+_TINY_PREFIX = "too few rows for a private estimate at this epsilon"
+
+#: The remedy for a failed private standardisation. Declared ranges do not replace that step by default
+#: (``use_bounds``); a range of exactly (0, 1) does spare a column.
+_STANDARDISATION_REMEDY = (
+    "Use a larger epsilon or more rows, or fewer regressors: each column that is standardised privately takes a "
+    "share of that step's budget (0/1 variables declared with bounds (0, 1) are not). With tight declared ranges "
+    "for every regressor and the outcome, use_bounds=True scales them by those ranges instead.")
+
+#: Plain words for fwl_score's ``interval_check`` (why its interval is infinite) and the remedy; ``{coef}``
+#: is the coefficient's name.
+_CHECK_WORDS: dict[str, tuple[str, str]] = {
+    "denominator is noise": (
+        "the variation of {coef} left after partialling out the controls cannot be told apart from the privacy "
+        "noise (the denominator of the estimate is noise)",
+        "Use a larger epsilon or more rows, fewer controls, or declare bounds for {coef} and the outcome."),
+    "regression dilution": (
+        "the controls were estimated so noisily that their error may attenuate the estimate by an amount the "
+        "release cannot bound (regression dilution)",
+        "Use fewer controls, declare bounds for them, or use a larger epsilon or more rows."),
+    "unresolved controls": (
+        "the privacy noise hides too many directions of the controls (or of the absorbed fixed effects), which "
+        "biases the estimate by an amount the interval cannot see",
+        "Use fewer controls or coarser fixed effects, a larger epsilon or more rows."),
+    "far beyond the clips": (
+        "too many rows lie far beyond the private clipping thresholds (a heavy-tailed or sparse variable among "
+        "{coef} and the outcome), so clipping may bias the estimate by more than its interval could show",
+        "Declare bounds for {coef} and the outcome (bounds={{...}}), transform a heavy-tailed variable (e.g. its "
+        "log), or use a larger epsilon or more rows."),
+    "failed standardisation": (
+        "the private standardisation of the columns failed: the budget was too small to find the scale of the "
+        "data",
+        _STANDARDISATION_REMEDY.replace("{", "{{").replace("}", "}}")),
+}
+
+
+def _infinite_cause(check: str | None, method: str, coef: str | None) -> tuple[str, str]:
+    """Why an interval is infinite (from the method's ``interval_check`` when it has one) and the remedy."""
+    name = coef or "the regressors"
+    for key, (cause, remedy) in _CHECK_WORDS.items():
+        if check and str(check).startswith(key):
+            return cause.format(coef=name), remedy.format(coef=name)
+    return (f"{method} cannot localise the estimate at this budget (the privacy noise, or a private step that "
+            "failed, leaves its error unbounded)",
+            "Use a larger epsilon or more rows, declare bounds for the outcome and the regressors, or use fewer "
+            "controls.")
+
+
+def _fallback_remedy(fallback: str, terms: Sequence[str] = ()) -> str:
+    """The remedy for a release that is a fallback, by what the method fell back to (``terms``: those replaced)."""
+    f = fallback.lower()
+    if "standardis" in f:
+        return _STANDARDISATION_REMEDY
+    if "prior centre" in f:
+        cols = ", ".join(terms) if terms else "these columns"
+        return f"Declare bounds for {cols} (bounds={{...}}), or use a larger epsilon or more rows."
+    if "intercept-only" in f or "median of y" in f:
+        return ("Declare bounds for the outcome and the regressors, or use a larger epsilon, fewer regressors or "
+                "more rows.")
+    if "shrunk" in f:
+        return "The privacy noise is as large as the estimate: use a larger epsilon or more rows."
+    return "Use a larger epsilon or more rows, declare bounds, or use fewer controls."
+
+
+def _fmt(x: float) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "NA"
+    return f"{x:.6g}"
+
+
+def _covers_text(name: str) -> str:
+    if name == "fwl_score":
+        return (f"{_COVERS[name]}; with an absorbed fixed effect, the {_COVERS_WITHIN.split(' and the privacy')[0]}")
+    return _COVERS.get(name, "")
