@@ -50,7 +50,8 @@ sys.path.insert(0, str(REPO))
 
 from dpstats.bench import runner as R  # noqa: E402
 from dpstats.data.corpus import public_corpus_path  # noqa: E402
-from dpstats.bench.trial import execute, load_problem  # noqa: E402
+from dpstats.bench.model import load_problem  # noqa: E402
+from dpstats.bench.trial import execute  # noqa: E402
 
 SETTINGS = {
     "small (Mroz 1987, n = 428-753)": {"sce": "mroz87_lwage", "linreg": "mroz87_lwage_linreg",

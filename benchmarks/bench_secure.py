@@ -56,7 +56,7 @@ def releases(n: int, repeat: int) -> list[dict]:
     """Seconds per release of the three API defaults, numpy vs secure (a fresh generator per release)."""
     from dpstats.algorithms import get
     from dpstats.data.corpus import Corpus
-    from dpstats.bench.trial import Problem
+    from dpstats.bench.model import Problem
 
     corpus = Corpus.public()
     rows = []

@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 
-#: the protocol's per-trial limits (dpstats.bench.trial.DEFAULT_TIME_LIMIT / DEFAULT_MEMORY_MB)
+#: the protocol's per-trial limits (dpstats.bench.sandbox.DEFAULT_TIME_LIMIT / DEFAULT_MEMORY_MB)
 TIME_LIMIT, MEMORY_MB = 60.0, 4096.0
 
 CHILD = r"""

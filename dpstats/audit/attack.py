@@ -3,7 +3,7 @@
 Every run of the algorithm ends in one of six *kinds*: a release (a vector),
 a decline, an error (an exception, a non-finite estimate, or a worker process
 that died), a time-out or a memory overrun (the run exceeded the benchmark's
-per-run limit, :class:`~dpstats.bench.trial.Limits`), or a fallback (a release
+per-run limit, :class:`~dpstats.bench.sandbox.Limits`), or a fallback (a release
 that says it is not an estimate: ``details["fallback"]``, such as 0 after a
 failed private standardisation or the prior centre). Each kind other than a
 release is an output like any other: an algorithm that declines, falls back,

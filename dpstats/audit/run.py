@@ -17,9 +17,9 @@ Design
 Running
 -------
 Each release is one call (``_release``) of a
-:class:`~dpstats.bench.trial.CallJob` in the benchmark's
-:class:`~dpstats.bench.trial.WorkerPool`, under its per-release limits
-(:class:`~dpstats.bench.trial.Limits`: 60 s, 4096 MB by default). A release
+:class:`~dpstats.bench.sandbox.CallJob` in the benchmark's
+:class:`~dpstats.bench.sandbox.WorkerPool`, under its per-release limits
+(:class:`~dpstats.bench.sandbox.Limits`: 60 s, 4096 MB by default). A release
 that exceeds a limit is a ``timeout`` or ``memory`` outcome and a worker that
 dies an ``error``; like a decline, each is scored as a category by the
 statistics (:mod:`dpstats.audit.attack`) and counted in the result.
@@ -55,7 +55,7 @@ from scipy import special
 
 from dpstats.algorithms import Algorithm, Release, get, list_algorithms, load_plugin
 from dpstats.algorithms.release import AlgorithmSpec, Budget, InvalidOutcome, release
-from dpstats.bench.trial import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, CallJob, CallResult, Limits, WorkerPool
+from dpstats.bench.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, CallJob, CallResult, Limits, WorkerPool
 from dpstats.privacy.accounting import zcdp_epsilon
 from dpstats.audit import bounds as B
 from dpstats.audit.power import audit_power, min_trials
@@ -193,7 +193,7 @@ def _release(context: Any, item: tuple[int, int]) -> tuple[int, Any, dict[str, f
 
 def _run_all(payload: dict[str, Any], indices: np.ndarray, sides: np.ndarray, workers: int, limits: Limits | None,
              log: Callable[[str], None] | None) -> list[CallResult]:
-    """Every release as a :class:`~dpstats.bench.trial.CallResult` (in this process when ``limits`` is None)."""
+    """Every release as a :class:`~dpstats.bench.sandbox.CallResult` (in this process when ``limits`` is None)."""
     n = indices.size
     items = list(zip(indices.tolist(), sides.tolist()))
     if limits is None:  # no isolation, no limits (debugging)
@@ -297,7 +297,7 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
     confidence : float in (0, 1)
     seed : int
     workers : int, optional
-        Worker processes of the benchmark's :class:`~dpstats.bench.trial.WorkerPool`
+        Worker processes of the benchmark's :class:`~dpstats.bench.sandbox.WorkerPool`
         (default: the number of CPUs, at most 2).
     instance, corpus : str, optional
         Use this corpus instance as ``D`` (default: a generated data set).

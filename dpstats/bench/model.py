@@ -1,7 +1,8 @@
 """The benchmark's data model: what a trial runs on and what it gives, shared by every bench module.
 
-This module holds the plain descriptions that the process sandbox
-(:mod:`dpstats.bench.trial`), the coverage design
+This module holds the plain descriptions that the in-process trial
+(:mod:`dpstats.bench.trial`), the process sandbox
+(:mod:`dpstats.bench.sandbox`), the coverage design
 (:mod:`dpstats.bench.inference`), the summaries
 (:mod:`dpstats.bench.evaluation`), the store and the runner all use, so that
 none of them imports another only for a name:
@@ -16,12 +17,10 @@ none of them imports another only for a name:
 - :class:`TrialResult`, one scored trial (a row of the results store);
 - :class:`TrialKind`, a kind of trial other than the point trial (the
   coverage trial of :mod:`dpstats.bench.inference`), which a job hands to the
-  workers of :class:`~dpstats.bench.trial.WorkerPool`.
+  workers of :class:`~dpstats.bench.sandbox.WorkerPool`.
 
 It imports nothing else of :mod:`dpstats.bench` (the benchmark's layer
-contract in ``pyproject.toml`` puts it at the bottom). The names that
-:mod:`dpstats.bench.trial` used to define (all but :class:`TrialKind`,
-:func:`open_corpus` and :func:`cache_problem`) stay importable from there.
+contract in ``pyproject.toml`` puts it at the bottom).
 """
 
 from __future__ import annotations
@@ -243,7 +242,7 @@ class TrialResult:
 class TrialKind:
     """A kind of trial other than the point trial, run by the benchmark's workers.
 
-    A :class:`~dpstats.bench.trial.Job` whose ``kind`` is set has its worker
+    A :class:`~dpstats.bench.sandbox.Job` whose ``kind`` is set has its worker
     call ``load`` once for the job's instance and ``run`` for each of its
     trials, under the same limits, batching and recovery as point trials. The
     job carries the kind to the worker (pickled by reference), so the
@@ -312,7 +311,7 @@ def cache_problem(corpus: str | os.PathLike[str], problem: Problem) -> None:
     """Make :func:`load_problem` of ``(corpus, problem.instance)`` return ``problem`` in this process.
 
     Forked workers inherit the cache, so a problem built in the supervising
-    process (by :func:`dpstats.bench.trial.run_trial` or the tuning) is not
+    process (by :func:`dpstats.bench.sandbox.run_trial` or the tuning) is not
     loaded again.
     """
     _PROBLEMS[(str(Path(corpus).resolve()), problem.instance)] = problem

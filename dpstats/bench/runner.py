@@ -2,7 +2,7 @@
 
 ``dpstats bench`` (or :func:`run_bench`) plans the trials of a corpus, skips
 those already in the results file, runs the others in worker processes under
-the protocol's limits (60 s and 4 GB per trial; see :mod:`dpstats.bench.trial`) on
+the protocol's limits (60 s and 4 GB per trial; see :mod:`dpstats.bench.sandbox`) on
 this machine or on a Dask cluster, and stores each result as it finishes (see
 :mod:`dpstats.bench.store`).
 
@@ -59,7 +59,7 @@ the non-private interval of the study's SE type on the same draw, in the
 algorithms whose class declares ``intervals = True``; a named algorithm is run
 as asked, and a release without an interval is stored as a marked failure
 (``error``: ``no interval: ...``). Its jobs carry their kind of trial
-(:attr:`dpstats.bench.trial.Job.kind`), so they run on local workers or on
+(:attr:`dpstats.bench.sandbox.Job.kind`), so they run on local workers or on
 Dask like point trials and store the same rows.
 
 Examples
@@ -90,7 +90,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from dpstats.bench.model import STATUSES, AlgorithmRef, TrialResult
 from dpstats.bench.store import Store
-from dpstats.bench.trial import (
+from dpstats.bench.sandbox import (
     DEFAULT_MEMORY_MB,
     DEFAULT_TIME_LIMIT,
     Job,
@@ -477,8 +477,8 @@ def make_plan(corpus: Corpus, algorithms: Sequence[Selected], instances: Sequenc
     Jobs are ordered by instance (corpus order), then algorithm, then epsilon,
     and with ``costs`` then by expected seconds, longest first
     (:func:`order_jobs`; ties keep that order);
-    ``secure`` marks every job secure (:attr:`dpstats.bench.trial.Job.secure`),
-    ``inference`` makes them coverage jobs (:attr:`dpstats.bench.trial.Job.kind` is
+    ``secure`` marks every job secure (:attr:`dpstats.bench.sandbox.Job.secure`),
+    ``inference`` makes them coverage jobs (:attr:`dpstats.bench.sandbox.Job.kind` is
     :data:`dpstats.bench.inference.COVERAGE_TRIAL`).
     """
     kind = None

@@ -350,7 +350,7 @@ class Store:
             )
 
     def add_instance(self, info: Mapping[str, Any]) -> None:
-        """Record an instance's description (:meth:`~dpstats.bench.trial.Problem.info`).
+        """Record an instance's description (:meth:`~dpstats.bench.model.Problem.info`).
 
         Raises
         ------

@@ -19,7 +19,7 @@ level:
    negative values are left alone. At most :data:`MAX_CONFIGS` candidates.
 3. **Train.** Every candidate runs ``--trials`` trials per training
    instance through the benchmark's trial execution
-   (:mod:`dpstats.bench.trial`): supervised worker processes, the per-trial
+   (:mod:`dpstats.bench.sandbox`): supervised worker processes, the per-trial
    time and memory limits, the benchmark's statuses and score, and trial
    ``t`` with ``numpy.random.default_rng(t)`` for ``t = 0 .. trials - 1``,
    exactly as in ``dpstats bench``, so tuned and benchmark scores are
@@ -62,7 +62,7 @@ import pandas as pd
 from dpstats.algorithms.tuned import TUNED_DIR, load_tuned, register_tuned, tuned_name
 from dpstats.bench import evaluation as ev
 from dpstats.bench.model import _PROBLEMS, AlgorithmRef, Problem, TrialResult, cache_problem
-from dpstats.bench.trial import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, Job, Limits, WorkerPool
+from dpstats.bench.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, Job, Limits, WorkerPool
 
 __all__ = [
     "TUNED_DIR",
@@ -265,7 +265,7 @@ def run_configs(cls: type, configs: Sequence[Mapping[str, Any]], problems: Seque
                 pool: WorkerPool | None = None) -> list[pd.DataFrame]:
     """Run ``trials`` trials of each configuration on each problem through the benchmark's trial execution.
 
-    Every trial runs as in ``dpstats bench`` (:mod:`dpstats.bench.trial`): in
+    Every trial runs as in ``dpstats bench`` (:mod:`dpstats.bench.sandbox`): in
     a supervised worker process under the time and memory limits, with
     ``rng = numpy.random.default_rng(seed)`` for seeds ``0 .. trials - 1``, and
     it gets the benchmark's statuses (``ok``, ``declined``, ``error``,

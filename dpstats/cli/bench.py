@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dpstats.bench.runner import DEFAULT_DELTA, DEFAULT_RESULTS, PRESETS, BenchConfig, plan_bench, run_bench
 from dpstats.bench.store import Store
-from dpstats.bench.trial import FatalJobError
+from dpstats.bench.sandbox import FatalJobError
 from dpstats.data.manifest import TASKS
 
 

@@ -138,7 +138,7 @@ def _params(specs: list[str], mechanisms: list[str]) -> dict[str, dict[str, Any]
 
 
 def _limits(args: argparse.Namespace) -> dict[str, float]:
-    from dpstats.bench.trial import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, Limits
+    from dpstats.bench.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, Limits
 
     lim = Limits(time=args.time_limit or DEFAULT_TIME_LIMIT, memory_mb=args.memory_limit or DEFAULT_MEMORY_MB)
     return {"time_limit": lim.time, "memory_mb": lim.memory_mb}

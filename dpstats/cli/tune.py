@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dpstats.algorithms.tuned import TUNED_DIR
-from dpstats.bench.trial import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT
+from dpstats.bench.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT
 from dpstats.bench.tuning import tune, write_tuned
 from dpstats.data.manifest import TASKS
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from dpstats.algorithms import get
 from dpstats.bench.inference import inference_problem, resample
-from dpstats.bench.trial import Problem
+from dpstats.bench.model import Problem
 from dpstats.data.corpus import Corpus
 
 

@@ -275,7 +275,7 @@ def test_a_design_that_cannot_be_resampled_is_left_out_not_blamed_on_the_method(
         I.resample(inst, 0)
     ip = I.inference_problem(inst)
     from dpstats.algorithms.release import AlgorithmSpec
-    from dpstats.bench.trial import AlgorithmRef
+    from dpstats.bench.model import AlgorithmRef
 
     r = I.run_inference_trial(AlgorithmSpec.of(OracleExact), ip, AlgorithmRef.of(OracleExact), 1.0, 1e-6, 0)
     assert r.status == "error" and r.error.startswith(I.RESAMPLE_FAILED)
@@ -292,7 +292,7 @@ def test_a_coverage_job_carries_its_trial_kind_to_forked_and_spawned_workers(cor
     worker's trials are those run in this process."""
     from dataclasses import asdict
 
-    from dpstats.bench.trial import Limits, WorkerPool
+    from dpstats.bench.sandbox import Limits, WorkerPool
 
     sel = R.select_algorithms(["fwl_score"], ["sce"], inference=True)
     plan = R.make_plan(corpus, sel, R.select_instances(corpus, ["sce"], ["mroz87_lwage"]), [1.0], 1e-6, 2,

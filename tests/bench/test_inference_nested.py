@@ -176,7 +176,7 @@ def test_nested_fixed_effects_of_a_linreg_instance_are_refused():
 
 def test_a_nested_instance_runs_as_a_coverage_trial(corpus):
     from dpstats.algorithms.release import AlgorithmSpec
-    from dpstats.bench.trial import AlgorithmRef
+    from dpstats.bench.model import AlgorithmRef
     from tests.bench.test_inference import OracleExact
 
     ip = I.inference_problem(corpus.instance("kr14_organ"))

@@ -31,7 +31,8 @@ from dpstats.algorithms.release import AlgorithmSpec
 from dpstats.algorithms.tuned import API_DEFAULTS, api_name
 from dpstats.bench import evaluation as ev
 from dpstats.bench.store import Store, read_trials
-from dpstats.bench.trial import Problem, execute_release
+from dpstats.bench.model import Problem
+from dpstats.bench.trial import execute_release
 from dpstats.cli import main
 from dpstats.data.corpus import Corpus
 

@@ -290,13 +290,13 @@ def test_report_cli_csv_only_and_bad_input(tmp_path: Path, capsys) -> None:
 
 def test_report_reads_a_results_store(tmp_path: Path) -> None:
     store = pytest.importorskip("dpstats.bench.store")
-    trial = pytest.importorskip("dpstats.bench.trial")
+    model = pytest.importorskip("dpstats.bench.model")
     path = tmp_path / "r.sqlite"
     src = synthetic_trials(trials=2)
     with store.Store(path) as s:
         s.bind_corpus("public", str(tmp_path), True)
         for r in src.itertuples(index=False):
-            s.add_trial(trial.TrialResult(
+            s.add_trial(model.TrialResult(
                 algorithm=r.algorithm, interpretation=r.interpretation, instance=r.instance, study=r.study,
                 task=r.task, epsilon=r.epsilon, delta=r.delta, seed=r.seed, status=r.status, error=r.error,
                 estimate=None, error_value=r.ratio * r.baseline, baseline=r.baseline, ratio=r.ratio,

@@ -1,4 +1,4 @@
-"""Tests of dpstats.bench.runner and dpstats.bench.trial: planning, running, determinism, plugins, the CLI."""
+"""Tests of dpstats.bench.runner and dpstats.bench.sandbox: planning, running, determinism, plugins, the CLI."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ import pytest
 from dpstats.bench import runner as R
 from dpstats.privacy.accounting import PrivacyLeakWarning
 from dpstats.bench.store import TRIAL_COLUMNS, read_runs, read_trials
-from dpstats.bench.trial import Limits, Problem, load_problem, run_trial
+from dpstats.bench.model import Problem, load_problem
+from dpstats.bench.sandbox import Limits, run_trial
 
 from tests.conftest import MROZ, REPO, write_study
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpstats.bench import store as S
-from dpstats.bench.trial import TrialResult
+from dpstats.bench.model import TrialResult
 
 CONTRACT = [
     "algorithm", "interpretation", "instance", "study", "task", "epsilon", "delta", "seed", "status", "error",

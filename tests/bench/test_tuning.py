@@ -16,7 +16,9 @@ from dpstats.algorithms import _REGISTRY, tuned
 from dpstats.algorithms.base import Algorithm, Param, Release
 from dpstats.algorithms.release import AlgorithmSpec
 from dpstats.bench import tuning
-from dpstats.bench.trial import AlgorithmRef, execute, score
+from dpstats.bench.model import AlgorithmRef
+from dpstats.bench.scoring import score
+from dpstats.bench.trial import execute
 from dpstats.cli import main
 from dpstats.data.corpus import Corpus
 from dpstats.privacy.accounting import gaussian_sigma

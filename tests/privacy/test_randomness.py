@@ -36,7 +36,8 @@ from dpstats.algorithms.release import AlgorithmSpec  # noqa: E402
 from dpstats.data.corpus import Corpus  # noqa: E402
 from dpstats.privacy.randomness import SecureGenerator, release_generator  # noqa: E402
 from dpstats.bench.store import StoreMismatch, read_meta, read_runs, read_trials  # noqa: E402
-from dpstats.bench.trial import Problem, execute  # noqa: E402
+from dpstats.bench.model import Problem  # noqa: E402
+from dpstats.bench.trial import execute  # noqa: E402
 
 ALPHA = 1e-4
 
@@ -154,7 +155,7 @@ def test_release_generator():
 
 def test_importing_dpstats_does_not_import_opendp():
     code = (
-        "import sys, dpstats, dpstats.cli, dpstats.bench.runner, dpstats.bench.trial, dpstats.privacy.randomness\n"
+        "import sys, dpstats, dpstats.cli, dpstats.bench.runner, dpstats.bench.sandbox, dpstats.privacy.randomness\n"
         "from dpstats.algorithms import list_algorithms\n"
         "list_algorithms()\n"
         "dpstats.privacy.randomness.release_generator()\n"

@@ -1,13 +1,13 @@
 """The synthetic-data benchmark behind ``dpstats synth bench`` (Tao et al. 2021).
 
 Every (data set, mechanism, epsilon, trial) synthesizes the data set in a
-worker of the benchmark's own :class:`~dpstats.bench.trial.WorkerPool`, under
+worker of the benchmark's own :class:`~dpstats.bench.sandbox.WorkerPool`, under
 the protocol's limits (60 s wall clock, 4 GB of memory growth:
-:data:`dpstats.bench.trial.DEFAULT_TIME_LIMIT`,
-:data:`~dpstats.bench.trial.DEFAULT_MEMORY_MB`), exactly as the trials of
+:data:`dpstats.bench.sandbox.DEFAULT_TIME_LIMIT`,
+:data:`~dpstats.bench.sandbox.DEFAULT_MEMORY_MB`), exactly as the trials of
 ``dpstats bench`` run: a trial that exceeds a limit is killed and recorded as
 ``timeout`` or ``memory``, never given more. The trials of one (data set,
-mechanism) pair form one :class:`~dpstats.bench.trial.CallJob`, so a worker
+mechanism) pair form one :class:`~dpstats.bench.sandbox.CallJob`, so a worker
 receives the data once per pair. The parent then scores each synthetic table
 with :func:`dpstats.bench.synth.metrics.evaluate` (outside the limits).
 
@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from dpstats.bench.synth.metrics import METRICS, evaluate, metric_bins
-from dpstats.bench.trial import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, CallJob, CallResult, Limits, WorkerPool
+from dpstats.bench.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, CallJob, CallResult, Limits, WorkerPool
 from dpstats.synth import SYNTHESIZERS, get_synthesizer
 from dpstats.synth.base import Synthesizer
 from dpstats.synth.pipeline import make_discretizer, synthesize_frame
@@ -152,7 +152,7 @@ def run_trials(tasks: Sequence[tuple[pd.DataFrame, Schema, Sequence[SynthTrial]]
                time_limit: float = DEFAULT_TIME_LIMIT, memory_mb: float = DEFAULT_MEMORY_MB, workers: int = 1,
                params: Mapping[str, Mapping[str, Any]] | None = None,
                on_outcome: Callable[[TrialOutcome], None]) -> None:
-    """Run synthesis trials in a :class:`~dpstats.bench.trial.WorkerPool` under the limits.
+    """Run synthesis trials in a :class:`~dpstats.bench.sandbox.WorkerPool` under the limits.
 
     Parameters
     ----------
