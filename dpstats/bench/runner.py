@@ -28,7 +28,7 @@ median seconds per unit of ``n * d`` on the instances it ran on. A job with
 no estimate (an instance no earlier run loaded) goes first, in plan order; a
 results file without earlier trials leaves the plan order (instance, then
 algorithm, then epsilon). Each worker still prefers jobs of the instance it
-has loaded (:class:`~dpstats.bench.trial.WorkerPool`), taken in this order.
+has loaded (:class:`~dpstats.bench.sandbox.WorkerPool`), taken in this order.
 The order changes when trials run, never which trials run or what is stored.
 
 Presets

@@ -70,7 +70,7 @@ def test_jobs_go_longest_first_and_a_resumed_run_skips_the_stored_trials(tmp_pat
 
 def test_the_cost_model_prefers_stored_seconds_then_other_epsilons_then_size():
     from dpstats.bench.model import AlgorithmRef
-    from dpstats.bench.trial import Job
+    from dpstats.bench.sandbox import Job
 
     def job(name, instance, eps, n_trials=2):
         ref = AlgorithmRef(name=name, task="sce", ref=name, interpretation="standard")
