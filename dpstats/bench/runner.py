@@ -19,9 +19,9 @@ otherwise). Trials of one algorithm on one instance at one epsilon form a
 
 Order
 -----
-The jobs are handed to the workers longest first (:func:`order_jobs`), so that
+The jobs are handed to the workers longest first (:func:`~dpstats.bench.schedule.order_jobs`), so that
 a run ends with short jobs and no worker waits long for the last one. A job's
-expected seconds come from the results file (:class:`CostModel`): the mean
+expected seconds come from the results file (:class:`~dpstats.bench.schedule.CostModel`): the mean
 stored ``seconds`` of its algorithm on its instance at its epsilon (else at
 the other epsilons), else the instance's ``n * d`` times the algorithm's
 median seconds per unit of ``n * d`` on the instances it ran on. A job with
@@ -82,13 +82,14 @@ import os
 import signal
 import sys
 import time
-import statistics
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 from dpstats.bench.model import STATUSES, AlgorithmRef, TrialResult
+from dpstats.bench.progress import Progress, format_seconds
+from dpstats.bench.schedule import CostModel, order_jobs
 from dpstats.bench.store import Store
 from dpstats.bench.sandbox import (
     DEFAULT_MEMORY_MB,
@@ -290,7 +291,7 @@ class BenchSummary:
 
     def line(self) -> str:
         by = ", ".join(f"{s} {self.counts.get(s, 0)}" for s in STATUSES)
-        return (f"dpstats bench: {self.status}: {self.ran} trials in {_fmt_time(self.wall_seconds)} ({by}); "
+        return (f"dpstats bench: {self.status}: {self.ran} trials in {format_seconds(self.wall_seconds)} ({by}); "
                 f"{self.skipped} were already stored; results in {self.results}")
 
 
@@ -397,77 +398,6 @@ def select_instances(corpus: Corpus, tasks: Sequence[str], ids: Sequence[str] | 
     return specs
 
 
-@dataclass(frozen=True)
-class CostModel:
-    """Expected seconds of a job, from the trials of earlier runs.
-
-    Attributes
-    ----------
-    seconds : mapping
-        Mean stored seconds per trial of each ``(algorithm, task, instance,
-        epsilon)`` (:meth:`~dpstats.bench.store.Store.trial_seconds`).
-    sizes : mapping
-        ``n * d`` of each instance an earlier run loaded
-        (:meth:`~dpstats.bench.store.Store.instance_sizes`).
-    """
-
-    seconds: Mapping[tuple[str, str, str, float], float] = field(default_factory=dict)
-    sizes: Mapping[str, int] = field(default_factory=dict)
-
-    @classmethod
-    def from_store(cls, store: Store, inference: bool = False) -> "CostModel":
-        """The costs recorded in a results file (its coverage trials with ``inference``)."""
-        return cls(store.trial_seconds(inference), store.instance_sizes())
-
-    def _rates(self) -> tuple[dict[tuple[str, str], float], float | None]:
-        """Median seconds per unit of ``n * d``: per ``(algorithm, task)`` and over all of them."""
-        by: dict[tuple[str, str], list[float]] = {}
-        for (a, t, i, _), sec in self.seconds.items():
-            size = self.sizes.get(i)
-            if size:
-                by.setdefault((a, t), []).append(sec / size)
-        every = [r for rs in by.values() for r in rs]
-        return {k: statistics.median(v) for k, v in by.items()}, (statistics.median(every) if every else None)
-
-    def job_seconds(self, jobs: Sequence[Job]) -> list[float]:
-        """Expected seconds of each job (``inf`` when nothing is known of it).
-
-        A trial's expected seconds are, in this order of preference: the stored
-        mean at the job's epsilon; the mean of the stored means at the other
-        epsilons; the instance's ``n * d`` times the median seconds per unit of
-        ``n * d`` of the algorithm (of every algorithm when it has none; the
-        ``n * d`` itself when no trial is stored). A job's are its trials'
-        times its number of trials.
-        """
-        rates, overall = self._rates()
-        by_instance: dict[tuple[str, str, str], list[float]] = {}
-        for (a, t, i, _), sec in self.seconds.items():
-            by_instance.setdefault((a, t, i), []).append(sec)
-        out = []
-        for job in jobs:
-            a, t, i = job.algorithm.name, job.algorithm.task, job.instance
-            eps = float(job.trials[0][0]) if job.trials else math.nan
-            per: float
-            if (a, t, i, eps) in self.seconds:
-                per = self.seconds[(a, t, i, eps)]
-            elif (a, t, i) in by_instance:
-                per = statistics.fmean(by_instance[(a, t, i)])
-            elif i in self.sizes:
-                rate = rates.get((a, t), overall)
-                per = self.sizes[i] * (1.0 if rate is None else rate)
-            else:
-                per = math.inf
-            out.append(per * len(job.trials))
-        return out
-
-
-def order_jobs(jobs: Sequence[Job], costs: CostModel) -> list[Job]:
-    """The jobs by expected seconds (:meth:`CostModel.job_seconds`), longest first; ties keep their order."""
-    expected = costs.job_seconds(jobs)
-    order = sorted(range(len(jobs)), key=lambda k: -expected[k])
-    return [jobs[k] for k in order]
-
-
 def make_plan(corpus: Corpus, algorithms: Sequence[Selected], instances: Sequence[InstanceSpec],
               epsilons: Sequence[float], delta: float, trials: int,
               stored: set[tuple[str, str, str, float, float, int]] | None = None, secure: bool = False,
@@ -512,59 +442,6 @@ def make_plan(corpus: Corpus, algorithms: Sequence[Selected], instances: Sequenc
         jobs = order_jobs(jobs, costs)
     return Plan(corpus, list(algorithms), list(instances), tuple(float(e) for e in epsilons), float(delta), trials,
                 jobs, planned, skipped)
-
-
-# --------------------------------------------------------------------------
-# Progress
-# --------------------------------------------------------------------------
-
-
-def _fmt_time(s: float) -> str:
-    if not math.isfinite(s):
-        return "?"
-    s = int(round(s))
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    return f"{h}h{m:02d}m{sec:02d}s" if h else (f"{m}m{sec:02d}s" if m else f"{sec}s")
-
-
-class _Progress:
-    """A tqdm bar drawn on ``out`` (a terminal); otherwise a line to ``log`` at 25 %, 50 % and 75 %."""
-
-    def __init__(self, total: int, bar: bool, log: Callable[[str], None], out: Any = None) -> None:
-        self.total = total
-        self.done = 0
-        self.counts: Counter[str] = Counter()
-        self.log = log
-        self.out = out or sys.stderr
-        self.t0 = time.monotonic()
-        self.next_mark = 1
-        self.bar = None
-        if bar and total:
-            import tqdm
-
-            tqdm.tqdm.monitor_interval = 0  # no monitor thread: workers are forked from this process
-            self.bar = tqdm.tqdm(total=total, unit="trial", file=self.out, dynamic_ncols=True, smoothing=0.05,
-                                 desc="bench")
-
-    def update(self, r: TrialResult) -> None:
-        self.done += 1
-        self.counts[r.status] += 1
-        if self.bar is not None:
-            self.bar.update(1)
-            if self.done % 10 == 0 or self.done == self.total:
-                self.bar.set_postfix({s: self.counts[s] for s in STATUSES if self.counts[s]}, refresh=False)
-            return
-        while self.total and self.next_mark <= 3 and self.done >= self.next_mark * self.total / 4:
-            el = time.monotonic() - self.t0
-            left = el * (self.total - self.done) / max(self.done, 1)
-            self.log(f"dpstats bench: {25 * self.next_mark}% ({self.done}/{self.total} trials) in {_fmt_time(el)}, "
-                     f"about {_fmt_time(left)} left")
-            self.next_mark += 1
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
 
 
 # --------------------------------------------------------------------------
@@ -730,7 +607,7 @@ def run_bench(config: BenchConfig, out: Any = None, log: Callable[[str], None] |
             f"{'; coverage trials (--inference)' if config.inference else ''}")
         bar_out = out if out is not None else sys.stderr
         bar = config.progress if config.progress is not None else bool(getattr(bar_out, "isatty", lambda: False)())
-        progress = _Progress(total, bar, log, bar_out)
+        progress = Progress(total, bar, log, bar_out)
         counts: Counter[str] = Counter()
         ran = 0
         trial_seconds = 0.0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import statistics
 
 from dpstats.bench import runner as R
+from dpstats.bench import schedule as S
 from dpstats.bench.store import Store, read_instances, read_trials
 
 INSTANCES = ["engel_food", "mroz87_lwage", "graddy97_discrim"]
@@ -76,7 +77,7 @@ def test_the_cost_model_prefers_stored_seconds_then_other_epsilons_then_size():
         ref = AlgorithmRef(name=name, task="sce", ref=name, interpretation="standard")
         return Job(ref, "/corpus", instance, tuple((eps, 1e-6, s) for s in range(n_trials)))
 
-    costs = R.CostModel(seconds={("a", "sce", "big", 1.0): 4.0, ("a", "sce", "big", 10.0): 2.0,
+    costs = S.CostModel(seconds={("a", "sce", "big", 1.0): 4.0, ("a", "sce", "big", 10.0): 2.0,
                                  ("b", "sce", "big", 1.0): 1.0},
                         sizes={"big": 100, "small": 10})
     jobs = [job("a", "big", 1.0), job("a", "big", 3.0), job("a", "small", 1.0), job("b", "small", 1.0),
@@ -84,6 +85,6 @@ def test_the_cost_model_prefers_stored_seconds_then_other_epsilons_then_size():
     rate_a = statistics.median([0.04, 0.02])
     rate_all = statistics.median([0.04, 0.02, 0.01])
     assert costs.job_seconds(jobs) == [8.0, 6.0, 2 * 10 * rate_a, 2 * 10 * 0.01, 2 * 10 * rate_all, float("inf")]
-    ordered = R.order_jobs(jobs, costs)
+    ordered = S.order_jobs(jobs, costs)
     assert [(j.algorithm.name, j.instance) for j in ordered][:3] == [("a", "unloaded"), ("a", "big"), ("a", "big")]
-    assert R.order_jobs(jobs, R.CostModel()) == jobs  # nothing known: every job inf, plan order kept
+    assert S.order_jobs(jobs, S.CostModel()) == jobs  # nothing known: every job inf, plan order kept
