@@ -87,7 +87,7 @@ def _design_columns(facts, d: int) -> tuple[list[int], int | None]:
     return controls, icpt
 
 
-def absorbed_block(facts, controls: list[int], min_levels: int) -> list[int]:
+def absorbed_block(facts, controls: list[int], min_levels: int, sole_levels: int = 0) -> list[int]:
     """Columns of the categorical term to absorb by within-group demeaning (``[]``: none). Public: names only.
 
     The candidates are treatment-coded main effects of one categorical
@@ -98,8 +98,18 @@ def absorbed_block(facts, controls: list[int], min_levels: int) -> list[int]:
     of interest is unchanged. A level whose column the design dropped as
     collinear merges with the reference level, which is again exactly the
     span of the columns kept. The term with the most columns is taken when it
-    has at least ``min_levels - 1`` columns (``min_levels`` levels); weighted
+    has at least ``min_levels - 1`` columns (``min_levels`` levels), or at
+    least ``sole_levels`` levels when it is the design's only such term; weighted
     designs are left alone (their within transformation needs weighted means).
+
+    The lower bar for a sole term is there because a few levels with many rows
+    each are exactly what the noisy Gram cannot partial out: each dummy's
+    eigenvalue is a share of ``n`` that the noise floor rivals, the floor
+    shrinks those directions' projections, and the between-level variation of
+    ``x`` and ``y`` stays in the score as a bias no interval term sees (year
+    effects in a pooled panel). With a second categorical term the within path
+    would meet that term's dummies in its own noisy scatter, where its floor
+    check declines, so the bar stays at ``min_levels`` there.
     """
     if min_levels <= 0 or getattr(facts, "weighted", False):
         return []
@@ -112,7 +122,8 @@ def absorbed_block(facts, controls: list[int], min_levels: int) -> list[int]:
     if not blocks:
         return []
     best = max(blocks.values(), key=len)
-    return best if len(best) + 1 >= min_levels else []
+    bar = min(min_levels, sole_levels) if len(blocks) == 1 and sole_levels > 0 else min_levels
+    return best if len(best) + 1 >= bar else []
 
 
 def _nuisance(G: np.ndarray, ia: list[int], gx: int, gy: int,
@@ -254,6 +265,7 @@ def partial_out(
     use_bounds: bool = False,
     absorb: int = 0,
     m_cell: int = 100,
+    absorb_sole: int = 0,
 ) -> Partialled:
     """Stage 1: private standardisation, noisy Gram, nuisance projections; spends ``scale_share + gram_share`` of rho.
 
@@ -263,14 +275,15 @@ def partial_out(
     1 and charged ``e^2/8`` in zCDP, then one Gaussian Gram matrix with
     sensitivity :func:`gram_sensitivity` of the private row bound.
 
-    With ``absorb`` (a number of levels, 0 for never) the categorical term of
+    With ``absorb`` (a number of levels, 0 for never; ``absorb_sole`` for the
+    design's only categorical term) the categorical term of
     :func:`absorbed_block` is absorbed instead: see :func:`_partial_out_within`.
     """
     n, d = X.shape
     rho = acc.rho
     j = facts.coef_index
     controls, icpt = _design_columns(facts, d)
-    block = absorbed_block(facts, controls, absorb) if icpt is not None else []
+    block = absorbed_block(facts, controls, absorb, absorb_sole) if icpt is not None else []
     if block:
         return _partial_out_within(
             X, y, facts, acc, rng, block, [c for c in controls if c not in set(block)], scale_share=scale_share,
@@ -518,6 +531,7 @@ def fwl_score_release(
     max_floored: int = 0,
     absorb: int = 0,
     m_cell: int = 100,
+    absorb_sole: int = 0,
     clip_free_max: float = math.inf,
     cluster_groups: int = 0,
     u_beyond: float = 0.0,
@@ -541,7 +555,7 @@ def fwl_score_release(
     n = X.shape[0]
     rho = acc.rho
     controls, icpt = _design_columns(facts, X.shape[1])
-    block = absorbed_block(facts, controls, absorb) if icpt is not None else []
+    block = absorbed_block(facts, controls, absorb, absorb_sole) if icpt is not None else []
     n_absorbed = len(block)
     d_eff = X.shape[1] - n_absorbed  # public: the design's columns
     # few controls: the nuisance has few parameters and needs less of the budget (public rule on d)
@@ -549,7 +563,7 @@ def fwl_score_release(
     P = partial_out(
         X, y, facts, acc, rng, scale_share=scale_share, gram_share=g_share, scale_factor=scale_factor,
         col_clip=col_clip, kappa=kappa, q_row_max=q_row_max, ridge=ridge, use_bounds=use_bounds, absorb=absorb,
-        m_cell=m_cell,
+        m_cell=m_cell, absorb_sole=absorb_sole,
     )
     cells = P.cells
     within = cells is not None
@@ -943,6 +957,10 @@ class FWLScore(Algorithm):
                            "instead of entering its dummies in the noisy Gram, where clipping at the raw scale "
                            "drowns the within variation of panels whose variance is mostly between groups (see "
                            "the page); 0 never"),
+        "absorb_sole": Param(3, "ours: absorb the design's only treatment-coded categorical term from this many "
+                                "levels (year effects of a pooled panel: a few large levels whose dummies the "
+                                "noisy Gram floors, leaving their between-level variation as a bias outside the "
+                                "interval; see the page); 0: the absorb bar alone"),
         "tail_share": Param(0.0, "ours: share of the stage-2 budget for the count of rows far beyond the clips "
                                  "(interval path only; 0: no check, the point release)"),
         "clip_free_max": Param(math.inf, "ours: a public 0/1 regressor or outcome is left unclipped only when its "
