@@ -935,6 +935,10 @@ class FWLScore(Algorithm):
         "c_u": Param(1.0, "multiplier of the |u| quantile (our choice)"),
         "c_v": Param(1.0, "multiplier of the |v| quantile (our choice)"),
         "ridge": Param(4.0, "eigenvalue floor of the noisy control Gram in units of sigma sqrt(p+1) (tuned: 0.5-8 tried)"),
+        "ridge_above_1": Param(0.0, "ours: the eigenvalue floor at epsilon above 1 (0: ridge). The floor shrinks the "
+                                    "projections of floored control directions, a bias outside the interval that "
+                                    "grows against the interval's width as epsilon grows; the interval "
+                                    "configuration lowers it to 2 there (see the page)"),
         "use_bounds": Param(False, "scale bounded columns by their public range instead of privately (worse on the public corpus)"),
         "plaus_lo": Param(1e-3, "release 0 when the row bound / sqrt(p) or the |u| clip falls below this (failed scales; our choice)"),
         "plaus_hi": Param(1e3, "... or above this; also an infinite interval when a bounded column's public range "
@@ -982,7 +986,7 @@ class FWLScore(Algorithm):
     intervals = True
     cluster_intervals = True
     interval_params = {"se_share": 0.1, "shrink": 0.0, "c_v": 2.0, "tail_share": 0.05, "clip_free_max": 4.0,
-                       "u_beyond": 0.05}
+                       "u_beyond": 0.05, "ridge_above_1": 2.0}
     public_details = {
         **FWL_SCORE_DETAILS,
         "reliability": "paid statistic: from `Gaussian sum of clip(u)^2` and the `Gaussian Gram of (1, controls, x, y)` "
@@ -1005,7 +1009,11 @@ class FWLScore(Algorithm):
     }
 
     def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
-        p = self.params
+        p = dict(self.params)
+        # a lower eigenvalue floor above epsilon 1 (public: the budget): see ridge_above_1
+        above = p.pop("ridge_above_1")
+        if epsilon > 1.0 and above > 0.0:
+            p["ridge"] = above
         acc = ZCDPAccountant(epsilon, delta)
         est, det = fwl_score_release(data.X, data.y, facts, acc, rng, **p)
         se, bias = det.pop("std_error", None), det.pop("bias_bound", None)
