@@ -243,9 +243,14 @@ class Partialled:
                 return True
         return False
 
-    def scales_plausible(self, C_u: float, lo: float, hi: float) -> bool:
-        """Whether the standardisation worked: row bound per column and the ``u`` clip of unit order."""
-        return (lo <= self.row_bound / math.sqrt(self.p) <= hi) and (lo <= C_u <= hi)
+    def scales_plausible(self, C_u: float, lo: float, hi: float, C_v: float = 0.0) -> bool:
+        """Whether the standardisation worked: row bound per column and the ``u`` clip of unit order.
+
+        The ``v`` clip is held to the upper bar only (a residual of an outcome the controls nearly
+        determine can be small): a clip located ``hi`` outcome scales out makes the noise and the
+        estimate arbitrary in size, and an interval around them can still exclude 0 by chance.
+        """
+        return (lo <= self.row_bound / math.sqrt(self.p) <= hi) and (lo <= C_u <= hi) and C_v <= hi
 
 
 def partial_out(
@@ -665,7 +670,7 @@ def fwl_score_release(
     # when the private standardisation failed (too little budget for the column scales), the
     # standardised rows or residuals are orders of magnitude off unit size and the unit
     # conversion is meaningless: release 0 rather than a number of arbitrary magnitude
-    scales_ok = P.scales_plausible(C_u, plaus_lo, plaus_hi)
+    scales_ok = P.scales_plausible(C_u, plaus_lo, plaus_hi, C_v)
     gram_failed = P.standardisation_visible_failure(n)
     fallback = None
     if not scales_ok or (gram_guard and gram_failed):
@@ -941,7 +946,7 @@ class FWLScore(Algorithm):
                                     "configuration lowers it to 2 there (see the page)"),
         "use_bounds": Param(False, "scale bounded columns by their public range instead of privately (worse on the public corpus)"),
         "plaus_lo": Param(1e-3, "release 0 when the row bound / sqrt(p) or the |u| clip falls below this (failed scales; our choice)"),
-        "plaus_hi": Param(1e3, "... or above this; also an infinite interval when a bounded column's public range "
+        "plaus_hi": Param(1e3, "... or above this (the |v| clip too); also an infinite interval when a bounded column's public range "
                                  "spans more than this many private scales (our choice)"),
         "gram_full_d": Param(4.0, "the Gram share is scaled by min(1, (d - 1) / gram_full_d): small d needs less (tuned)"),
         "shrink": Param(1.0, "positive-part shrinkage of the estimate towards 0 by its noise z-score (our choice)"),

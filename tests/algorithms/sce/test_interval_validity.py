@@ -13,7 +13,8 @@ long right tail, participation that levels off at 100 %) covered 32 of 40
 draws at epsilon 1 while the |u| clip sat at the quantile the exponential
 mechanism can locate (``u_beyond = 0``). papke05_pooled (six year dummies floored
 in the noisy Gram) missed by 7-12 non-private SEs at every epsilon, and lmb04_fullpoly (collinear
-polynomial controls under the same floor) covered 2 of 40 draws at epsilon 3.
+polynomial controls under the same floor) covered 2 of 40 draws at epsilon 3; a failed outcome
+clip on papke05_pooled released 4.1e5 with a "significant" interval at epsilon 10.
 """
 
 from __future__ import annotations
@@ -110,3 +111,19 @@ def test_lmb04_fullpoly_floor_bias_is_inside_the_interval():
     assert sum(lo <= truth <= hi for lo, hi, _ in ivs) >= 5
     _, floor4 = _intervals("lmb04_fullpoly", 3.0, range(6), ridge_above_1=0.0)
     assert sum(lo <= truth <= hi for lo, hi, _ in floor4) <= 1  # the control
+
+
+def test_papke05_pooled_failed_outcome_clip_gives_no_finite_interval():
+    """Draw 2 at epsilon 10: the within |v_i - v_j| quantile landed 7.6e5 outcome scales out.
+
+    The noise and the estimate were then of that size too, and the interval excluded 0 by a 2.2 sd
+    noise draw: 4.1e5 with [4.3e4, 7.8e5] for a population 8.4 (measured). A ``v`` clip above
+    ``plaus_hi`` scales now counts as a failed standardisation: 0 released, infinite interval. The
+    control (the bar out of reach) is that confident miss.
+    """
+    truth, ivs = _intervals("papke05_pooled", 10.0, [2])
+    lo, hi, check = ivs[0]
+    assert check == "failed standardisation (scales)" and math.isinf(hi - lo)
+    _, off = _intervals("papke05_pooled", 10.0, [2], plaus_hi=1e12)
+    lo_off, hi_off, _ = off[0]
+    assert math.isfinite(hi_off - lo_off) and lo_off > 1e3 * truth
