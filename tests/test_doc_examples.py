@@ -1,4 +1,4 @@
-"""Every ``>>>`` example in the docs' Markdown pages runs and prints what the page says."""
+"""Every ``>>>`` example in the docs' Markdown pages and the README runs and prints what the page says."""
 
 from __future__ import annotations
 
@@ -12,8 +12,12 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 FENCE = re.compile(r"^```(?:python|pycon)\s*\n(.*?)^```", re.S | re.M)
 
 
+README = DOCS.parent / "README.md"
+
+
 def _pages() -> list[Path]:
-    return sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts and "generated" not in p.parts)
+    docs = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts and "generated" not in p.parts)
+    return docs + [README]
 
 
 def _examples(page: Path) -> list[str]:
@@ -23,7 +27,7 @@ def _examples(page: Path) -> list[str]:
 PAGES = [p for p in _pages() if _examples(p)]
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(DOCS)) for p in PAGES])
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(DOCS.parent)) for p in PAGES])
 def test_markdown_examples_run(page: Path) -> None:
     parser = doctest.DocTestParser()
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
@@ -38,3 +42,4 @@ def test_markdown_examples_run(page: Path) -> None:
 
 def test_pages_have_examples() -> None:
     assert any(p.name == "quickstart.md" for p in PAGES)
+    assert README in PAGES
