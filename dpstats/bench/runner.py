@@ -27,7 +27,8 @@ the other epsilons), else the instance's ``n * d`` times the algorithm's
 median seconds per unit of ``n * d`` on the instances it ran on. A job with
 no estimate (an instance no earlier run loaded) goes first, in plan order; a
 results file without earlier trials leaves the plan order (instance, then
-algorithm, then epsilon). Each worker still prefers jobs of the instance it
+algorithm, then epsilon) unless ``BenchConfig.costs_from`` (``--costs-from``)
+names an earlier run's file, whose times then fill in. Each worker still prefers jobs of the instance it
 has loaded (:class:`~dpstats.bench.sandbox.WorkerPool`), taken in this order.
 The order changes when trials run, never which trials run or what is stored.
 
@@ -193,6 +194,10 @@ class BenchConfig:
         Draw the noise with OpenDP's samplers (see :mod:`dpstats.privacy.randomness`).
     inference : bool
         Run the coverage benchmark (:mod:`dpstats.bench.inference`) instead of point trials.
+    costs_from : str or None
+        A results file of an earlier run whose stored trial times order the
+        jobs longest first where the run's own results file has none (a
+        fresh run); read only.
     """
 
     corpus: str | None = None
@@ -211,6 +216,7 @@ class BenchConfig:
     progress: bool | None = None
     secure: bool = False
     inference: bool = False
+    costs_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -517,15 +523,26 @@ def _resolve(config: BenchConfig) -> tuple[Corpus, list[str], tuple[float, ...],
     return corpus, tasks, eps, delta, int(trials), preset.per_study_task, limits, preset
 
 
+def _costs(config: BenchConfig, store: Store | None) -> CostModel | None:
+    """The job costs: the results file's own times, then those of ``config.costs_from``."""
+    own = None if store is None else CostModel.from_store(store, config.inference)
+    if not config.costs_from:
+        return own
+    if not Path(config.costs_from).is_file():
+        raise ValueError(f"--costs-from: no results file {config.costs_from}; give the results file of an "
+                         "earlier run (its trial times order this run's jobs), or leave the option out")
+    other = CostModel.from_file(config.costs_from, config.inference)
+    return other if own is None else own.merged(other)
+
+
 def plan_bench(config: BenchConfig, store: Store | None = None) -> Plan:
     """The plan of a configuration (against a store's stored trials, if given)."""
     corpus, tasks, eps, delta, trials, per_study, _, _ = _resolve(config)
     algos = select_algorithms(config.algorithms, tasks, config.inference)
     specs = select_instances(corpus, tasks, config.instances, per_study)
     stored = None if store is None else (store.stored_interval_keys() if config.inference else store.stored_keys())
-    costs = None if store is None else CostModel.from_store(store, config.inference)
     return make_plan(corpus, algos, specs, eps, delta, trials, stored, secure=config.secure,
-                     inference=config.inference, costs=costs)
+                     inference=config.inference, costs=_costs(config, store))
 
 
 def run_bench(config: BenchConfig, out: Any = None, log: Callable[[str], None] | None = None) -> BenchSummary:
@@ -585,8 +602,7 @@ def run_bench(config: BenchConfig, out: Any = None, log: Callable[[str], None] |
             store.add_algorithm(sel.cls.metadata(), sel.ref.ref, sel.source)
         plan = make_plan(corpus, algos, specs, eps, delta, trials,
                          store.stored_interval_keys() if config.inference else store.stored_keys(),
-                         secure=config.secure, inference=config.inference,
-                         costs=CostModel.from_store(store, config.inference))
+                         secure=config.secure, inference=config.inference, costs=_costs(config, store))
         rng_desc = ("dpstats.privacy.randomness.SecureGenerator() (OpenDP noise, fresh entropy; the seed numbers the trial)"
                     if config.secure else "numpy.random.default_rng(seed)")
         run_config = {

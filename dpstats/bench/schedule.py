@@ -2,7 +2,8 @@
 
 A run ends when its slowest worker does; jobs handed out in corpus order
 leave the long ones to the end, with one worker idle. :class:`CostModel`
-estimates each job's seconds from the trials a results file already holds,
+estimates each job's seconds from the trials a results file already holds
+(or, for a fresh run, another run's file: ``dpstats bench --costs-from``),
 and :func:`order_jobs` sorts the plan by that estimate (longest first, ties
 in plan order). The rows a run stores, and what a resumed run skips, do not
 depend on the order.
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from dpstats.bench.sandbox import Job
-from dpstats.bench.store import Store
+from dpstats.bench.store import Store, read_costs
 
 __all__ = ["CostModel", "order_jobs"]
 
@@ -42,6 +43,16 @@ class CostModel:
     def from_store(cls, store: Store, inference: bool = False) -> "CostModel":
         """The costs recorded in a results file (its coverage trials with ``inference``)."""
         return cls(store.trial_seconds(inference), store.instance_sizes())
+
+    @classmethod
+    def from_file(cls, path: str, inference: bool = False) -> "CostModel":
+        """The costs recorded in another run's results file, opened read-only."""
+        seconds, sizes = read_costs(path, inference)
+        return cls(seconds, sizes)
+
+    def merged(self, fallback: "CostModel") -> "CostModel":
+        """These costs, with ``fallback``'s where these know nothing of a key."""
+        return CostModel({**fallback.seconds, **self.seconds}, {**fallback.sizes, **self.sizes})
 
     def _rates(self) -> tuple[dict[tuple[str, str], float], float | None]:
         """Median seconds per unit of ``n * d``: per ``(algorithm, task)`` and over all of them."""

@@ -48,6 +48,7 @@ import pandas as pd
 from dpstats.bench.model import STATUSES, TrialResult
 
 __all__ = [
+    "read_costs",
     "SCHEMA_VERSION",
     "TRIAL_COLUMNS",
     "EXTRA_COLUMNS",
@@ -399,14 +400,11 @@ class Store:
         dict
             Only keys with at least one trial whose ``seconds`` is recorded.
         """
-        table = "intervals" if inference else "trials"
-        rows = self.con.execute(f"SELECT algorithm, task, instance, epsilon, AVG(seconds) FROM {table} "
-                                "WHERE seconds IS NOT NULL GROUP BY algorithm, task, instance, epsilon")
-        return {(a, t, i, float(e)): float(s) for a, t, i, e, s in rows}
+        return _trial_seconds(self.con, inference)
 
     def instance_sizes(self) -> dict[str, int]:
         """``n * d`` of each stored instance (from ``instances``)."""
-        return {i: int(n) * int(d) for i, n, d in self.con.execute("SELECT instance, n, d FROM instances")}
+        return _instance_sizes(self.con)
 
     def add_trial(self, r: TrialResult, run_id: int | None = None, commit: bool = True) -> bool:
         """Store one trial; False when it was already stored.
@@ -498,6 +496,32 @@ class Store:
 # --------------------------------------------------------------------------
 # Reading
 # --------------------------------------------------------------------------
+
+
+def _trial_seconds(con: sqlite3.Connection, inference: bool) -> dict[tuple[str, str, str, float], float]:
+    table = "intervals" if inference else "trials"
+    rows = con.execute(f"SELECT algorithm, task, instance, epsilon, AVG(seconds) FROM {table} "
+                       "WHERE seconds IS NOT NULL GROUP BY algorithm, task, instance, epsilon")
+    return {(a, t, i, float(e)): float(s) for a, t, i, e, s in rows}
+
+
+def _instance_sizes(con: sqlite3.Connection) -> dict[str, int]:
+    return {i: int(n) * int(d) for i, n, d in con.execute("SELECT instance, n, d FROM instances")}
+
+
+def read_costs(path: str | os.PathLike[str], inference: bool = False
+               ) -> tuple[dict[tuple[str, str, str, float], float], dict[str, int]]:
+    """A results file's stored trial times and instance sizes, read-only.
+
+    The same as :meth:`Store.trial_seconds` and :meth:`Store.instance_sizes`
+    of that file, without opening it for writing (``dpstats bench
+    --costs-from``).
+    """
+    con = _open_existing(path)
+    try:
+        return _trial_seconds(con, inference), _instance_sizes(con)
+    finally:
+        con.close()
 
 
 def _open_existing(path: str | os.PathLike[str]) -> sqlite3.Connection:

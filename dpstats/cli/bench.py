@@ -50,6 +50,9 @@ def _build_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="run the coverage benchmark: each trial resamples the instance, runs the method and stores "
                         "its 95%% interval beside the non-private one of the study's SE type (default algorithms: "
                         "those with intervals)")
+    p.add_argument("--costs-from", metavar="PATH",
+                   help="results file of an earlier run: its trial times order a fresh run's jobs longest first "
+                        "(the results file's own times come first; read only)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and stop")
     return p
 
@@ -60,6 +63,7 @@ def _config_from_args(args: argparse.Namespace) -> BenchConfig:
         instances=args.instance, trials=args.trials, results=args.results, workers=args.workers, dask=args.dask,
         preset=args.preset, time_limit=args.time_limit, memory_mb=args.memory_limit, progress=args.progress,
         secure=bool(getattr(args, "secure", False)), inference=bool(getattr(args, "inference", False)),
+        costs_from=getattr(args, "costs_from", None),
     )
 
 

@@ -88,3 +88,36 @@ def test_the_cost_model_prefers_stored_seconds_then_other_epsilons_then_size():
     ordered = S.order_jobs(jobs, costs)
     assert [(j.algorithm.name, j.instance) for j in ordered][:3] == [("a", "unloaded"), ("a", "big"), ("a", "big")]
     assert S.order_jobs(jobs, S.CostModel()) == jobs  # nothing known: every job inf, plan order kept
+
+
+def test_a_fresh_run_is_ordered_by_an_earlier_runs_times(tmp_path):
+    """``costs_from``: a fresh results file has no times, so another run's order the jobs (read only)."""
+    earlier = tmp_path / "earlier.sqlite"
+    R.run_bench(config(earlier, 1), log=lambda _: None)
+    before = earlier.stat().st_mtime_ns
+    mean = read_trials(earlier).groupby(["algorithm", "instance", "epsilon"])["seconds"].mean().to_dict()
+
+    fresh = tmp_path / "fresh.sqlite"
+    plan = R.plan_bench(R.BenchConfig(**{**vars(config(fresh, 2)), "costs_from": str(earlier)}))
+    assert plan.skipped == 0  # nothing is stored in the fresh file; the earlier file only orders
+    expected = [mean[(j.algorithm.name, j.instance, j.trials[0][0])] for j in plan.jobs]
+    assert all(x >= y * (1 - 1e-9) for x, y in zip(expected, expected[1:])), expected
+    assert trial_keys(plan.jobs) != trial_keys(R.plan_bench(config(fresh, 2)).jobs)  # not the plan order
+    assert earlier.stat().st_mtime_ns == before
+
+    # the file's own times come first where it has them
+    own = S.CostModel(seconds={("ssp", "sce", "engel_food", 1.0): 1e6})
+    merged = own.merged(S.CostModel.from_file(str(earlier)))
+    assert merged.seconds[("ssp", "sce", "engel_food", 1.0)] == 1e6
+    assert merged.seconds[("adassp", "sce", "engel_food", 1.0)] == mean[("adassp", "engel_food", 1.0)]
+
+
+def test_costs_from_a_missing_file_is_a_clear_error(tmp_path, capsys):
+    from dpstats.cli import main
+
+    missing = tmp_path / "nope.sqlite"
+    rc = main(["bench", "--task", "sce", "--algorithm", "ssp", "--instance", "engel_food", "--trials", "1",
+               "--results", str(tmp_path / "r.sqlite"), "--costs-from", str(missing), "--dry-run"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "--costs-from" in err and str(missing) in err and "earlier run" in err
