@@ -461,9 +461,15 @@ def _dask_job(job: Job, limits: Limits) -> tuple[dict[str, Any] | None, list[Tri
 
 
 def _run_local(jobs: list[Job], workers: int, limits: Limits, on_result: Callable[[TrialResult], None],
-               on_ready: Callable[[dict[str, Any]], None], on_tick: Callable[[], None]) -> None:
+               on_ready: Callable[[dict[str, Any]], None], on_tick: Callable[[], None],
+               on_running: Callable[[list[float]], None] | None = None) -> None:
     with WorkerPool(workers, limits) as pool:
-        pool.run(jobs, on_result, on_ready, on_tick=on_tick)
+        def tick() -> None:
+            on_tick()
+            if on_running is not None:
+                on_running(pool.running_seconds())
+
+        pool.run(jobs, on_result, on_ready, on_tick=tick)
 
 
 def _dask_client(address: str) -> tuple[Any, Any]:
@@ -656,7 +662,8 @@ def run_bench(config: BenchConfig, out: Any = None, log: Callable[[str], None] |
                     workers = _run_dask(plan.jobs, config.dask, limits, on_result, store.add_instance,
                                         store.commit) or workers
                 else:
-                    _run_local(plan.jobs, workers, limits, on_result, store.add_instance, tick)
+                    _run_local(plan.jobs, workers, limits, on_result, store.add_instance, tick,
+                               lambda ages: progress.running(ages, limits.time, workers))
             status = "complete"
         except KeyboardInterrupt:
             status = "interrupted"

@@ -195,6 +195,17 @@ class WorkerPool:
                     w.close()
             raise
 
+    def running_seconds(self) -> list[float]:
+        """Seconds each running trial has run so far (one entry per worker running a trial)."""
+        now = time.monotonic()
+        out = []
+        for w in self.workers:
+            if w.state == "running":
+                trial = w.running_trial()
+                if trial is not None:
+                    out.append(now - trial[1])
+        return out
+
     # -- scheduling
     def _dispatch(self, pending: _JobQueue, limits: Limits) -> None:
         for w in self.workers:
