@@ -21,7 +21,9 @@ Summaries follow the paper's Fig. 1: a mechanism is *optimal* for a (data
 set, epsilon, metric) when its mean over trials is the best; its *optimal
 rate* is the share of those combinations where it is optimal, and its
 *average rank* the mean of its ranks (1 = best, ties share the lower rank),
-per metric group and overall ("GT").
+per metric group and overall ("GT"). The paper ran every mechanism to
+completion, so a mechanism without a result in a combination (a time-out
+here) is ranked apart, not last (:func:`summarize`).
 """
 
 from __future__ import annotations
@@ -280,23 +282,43 @@ def run_benchmark(datasets: Sequence[tuple[str, pd.DataFrame, Schema]], mechanis
 def summarize(results: pd.DataFrame) -> pd.DataFrame:
     """Optimal rate and average rank of each mechanism per metric group and overall (the paper's Fig. 1).
 
-    Every metric is higher-is-better. A mechanism with no successful trial
-    in a combination ranks last there.
+    Every metric is higher-is-better. The paper ran every mechanism to
+    completion; a mechanism without a successful trial in a combination (a
+    time-out, a memory failure, an error) is therefore not ranked there
+    rather than ranked last: its ``average_rank`` and ``optimal_rate`` are
+    over the ``ranked`` combinations where it has a result, among the
+    mechanisms that have one, and ``missing`` counts the others, so that a
+    mechanism that timed out is read apart. ``timeouts`` and ``failures``
+    count its trials with those statuses over the group's (data set,
+    epsilon) cells, and ``median_seconds`` is the median wall time of its
+    trials (all statuses).
     """
     ok = results[(results["status"] == "ok") & (results["metric"] != "")]
     mechs = sorted(results["mechanism"].unique())
     means = ok.groupby(["dataset", "epsilon", "metric", "mechanism"])["value"].mean().unstack("mechanism")
     means = means.reindex(columns=mechs)
-    ranks = means.rank(axis=1, ascending=False, method="min").fillna(len(mechs))
+    ranks = means.rank(axis=1, ascending=False, method="min")
     best = means.eq(means.max(axis=1), axis=0)
+    trials = results.drop_duplicates(["dataset", "mechanism", "epsilon", "trial"])
     rows = []
     groups = {m: g for m, g in METRICS.items()}
     for group in list(dict.fromkeys(groups.values())) + ["GT"]:
         sel = ranks.index.get_level_values("metric").isin([m for m, g in groups.items() if g == group or group == "GT"])
         if not sel.any():
             continue
+        cells = set(zip(ranks.index.get_level_values("dataset")[sel], ranks.index.get_level_values("epsilon")[sel]))
         for mech in mechs:
+            r = ranks.loc[sel, mech]
+            has = r.notna()
+            in_cells = np.array([(d, e) in cells for d, e in zip(trials["dataset"], trials["epsilon"])], dtype=bool)
+            mine = trials[(trials["mechanism"] == mech).to_numpy() & in_cells]
+            seconds = mine["seconds"] if "seconds" in mine else pd.Series(dtype=float)
             rows.append({"group": group, "mechanism": mech, "combinations": int(sel.sum()),
-                         "optimal_rate": float(best.loc[sel, mech].mean()),
-                         "average_rank": float(ranks.loc[sel, mech].mean())})
-    return pd.DataFrame(rows, columns=["group", "mechanism", "combinations", "optimal_rate", "average_rank"])
+                         "ranked": int(has.sum()), "missing": int((~has).sum()),
+                         "optimal_rate": float(best.loc[sel, mech][has].mean()) if has.any() else math.nan,
+                         "average_rank": float(r[has].mean()) if has.any() else math.nan,
+                         "timeouts": int((mine["status"] == "timeout").sum()),
+                         "failures": int(mine["status"].isin(["memory", "error"]).sum()),
+                         "median_seconds": float(seconds.median()) if len(seconds) else math.nan})
+    return pd.DataFrame(rows, columns=["group", "mechanism", "combinations", "ranked", "missing", "optimal_rate",
+                                       "average_rank", "timeouts", "failures", "median_seconds"])

@@ -51,13 +51,24 @@ def test_summary_optimal_rate_and_average_rank():
                              "metric": "ind", "value": v})
     rows.append({"dataset": "d1", "mechanism": "C", "epsilon": 1.0, "trial": 0, "status": "ok", "metric": "f1",
                  "value": 0.7})
+    # B timed out on d2 (its only trial there), A failed once on d1 and still has a result there
+    rows = [r for r in rows if not (r["mechanism"] == "B" and r["dataset"] == "d2")]
+    rows.append({"dataset": "d2", "mechanism": "B", "epsilon": 1.0, "trial": 0, "status": "timeout",
+                 "metric": "", "value": np.nan, "seconds": 60.0})
+    rows.append({"dataset": "d1", "mechanism": "A", "epsilon": 1.0, "trial": 2, "status": "error",
+                 "metric": "", "value": np.nan, "seconds": 0.5})
     s = summarize(pd.DataFrame(rows)).set_index(["group", "mechanism"])
-    assert s.loc[("Ind", "A"), "optimal_rate"] == 0.5 and s.loc[("Ind", "B"), "optimal_rate"] == 0.5
-    assert s.loc[("Ind", "A"), "average_rank"] == 1.5 and s.loc[("Ind", "C"), "average_rank"] == 3.0
-    # a mechanism with no result in a combination ranks last there
-    assert s.loc[("F1", "C"), "average_rank"] == 1.0 and s.loc[("F1", "A"), "average_rank"] == 3.0
+    # d1: A 0.9 > B 0.8 > C 0.1; d2: A 0.9 > C 0.1, B not ranked
+    assert s.loc[("Ind", "A"), "optimal_rate"] == 1.0 and s.loc[("Ind", "B"), "optimal_rate"] == 0.0
+    assert s.loc[("Ind", "A"), "average_rank"] == 1.0 and s.loc[("Ind", "C"), "average_rank"] == 2.5
+    b = s.loc[("Ind", "B")]
+    assert (b.average_rank, b.ranked, b.missing) == (2.0, 1, 1)
+    assert s.loc[("Ind", "B"), "timeouts"] == 1 and s.loc[("Ind", "A"), "failures"] == 1
+    # only C has a result for f1 on d1: the others are missing there, not ranked last
+    assert s.loc[("F1", "C"), "average_rank"] == 1.0 and np.isnan(s.loc[("F1", "A"), "average_rank"])
+    assert (s.loc[("F1", "A"), "ranked"], s.loc[("F1", "A"), "missing"]) == (0, 1)
     assert s.loc[("GT", "C"), "combinations"] == 3
-    assert np.isclose(s.loc[("GT", "A"), "average_rank"], (1 + 2 + 3) / 3)
+    assert np.isclose(s.loc[("GT", "A"), "average_rank"], 1.0) and s.loc[("GT", "A"), "missing"] == 1
 
 
 class Sleepy(Synthesizer):
