@@ -30,7 +30,7 @@ ALLOWED: dict[tuple[str, str], str] = {
         "PrivTree's noisy counts, run only inside acc.measurement in PrivTree.edges",
     ("algorithms/linreg/ssp_bootstrap.py", "parametric_bootstrap"):
         "the parametric bootstrap simulates the released noise: post-processing of a release, no data",
-    ("algorithms/sce/fwl_score.py", "nuisance_spread"):
+    ("algorithms/sce/_fwl_nuisance.py", "nuisance_spread"):
         "simulates the released Gram's noise from its public scale to size the interval: post-processing",
     ("synth/mechanisms/fem.py", "FEM._synthesize.ftpl"):
         "follow-the-perturbed-leader on the privately selected queries and public cells: post-processing",

@@ -4,10 +4,10 @@ NoisyStats and DP Theil-Sen (Alabi, McMillan, Sarathy, Smith, Vadhan 2020)
 apply only to one regressor. By Frisch-Waugh, the coefficient of interest in
 the full regression is the slope of the regression of ``y`` on ``x`` once
 both are partialled on the controls. Here the partialling is done privately
-(stage 1 of :mod:`dpstats.algorithms.sce.fwl_score`: private standardisation
-and a noisy Gram matrix give projection coefficients), after which each row
-gives a pair ``(u_i, w_i)`` that depends on that row only, and the
-simple-regression algorithm runs on those pairs.
+(stage 1 of fwl_score, :mod:`dpstats.algorithms.sce._fwl_nuisance`: private
+standardisation and a noisy Gram matrix give projection coefficients), after
+which each row gives a pair ``(u_i, w_i)`` that depends on that row only, and
+the simple-regression algorithm runs on those pairs.
 
 ``noisystats_fwl``
     NoisyStats (Laplace ``ncov``/``nvar``) on the partialled pairs.
@@ -35,7 +35,7 @@ from dpstats.algorithms.sce._utils import (
     private_median_interval,
 )
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts
-from dpstats.algorithms.sce.fwl_score import STAGE1_DETAILS, partial_out
+from dpstats.algorithms.sce._fwl_nuisance import STAGE1_DETAILS, partial_out
 from dpstats.algorithms.sce.simple_regression import matched_slopes, ncov_sensitivity
 
 __all__ = ["NoisyStatsFWL", "TheilSenFWL"]
@@ -92,7 +92,7 @@ class _Preprocessed(Algorithm):
 class NoisyStatsFWL(_Preprocessed):
     """NoisyStats on privately partialled pairs (any design).
 
-    Privacy: stage 1 (see :func:`dpstats.algorithms.sce.fwl_score.partial_out`),
+    Privacy: stage 1 (see :func:`dpstats.algorithms.sce._fwl_nuisance.partial_out`),
     two grid quantiles for the ranges of the pairs, then Laplace noise of
     scale ``(1 - 1/n)/eps_L`` on ``ncov`` and ``nvar`` of the ``[0,1]``-rescaled
     pairs (each pair depends on its own row only), ``eps_L^2/2`` zCDP each.

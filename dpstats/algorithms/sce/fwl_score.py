@@ -1,13 +1,13 @@
 """Private Frisch-Waugh score: noisy nuisance from a Gram matrix, then a clipped orthogonal score.
 
-Our design (see ``docs/algorithms/sce/fwl_score.md``).
+Our design (see ``docs/algorithms/sce/fwl_score.md``). This module holds
+stage 2, the release of both stages and the algorithm; stage 1 is
+:mod:`dpstats.algorithms.sce._fwl_nuisance`.
 
-Stage 1 (nuisance, :func:`partial_out`). Columns are put on a common footing
-by a private standardisation (0/1 columns as they are, a private median and a
-private scale for the others), rows are clipped to a private norm bound, and a
-noisy Gram matrix of ``(1, controls, x, y)`` is released (sufficient
-statistics perturbation). From it: the projection coefficients ``gamma`` of
-``x`` and ``delta`` of ``y`` on the controls and a pilot ``theta0``.
+Stage 1 (nuisance, :func:`~dpstats.algorithms.sce._fwl_nuisance.partial_out`).
+A private standardisation and a noisy Gram matrix of ``(1, controls, x, y)``
+give the projection coefficients ``gamma`` of ``x`` and ``delta`` of ``y`` on
+the controls and a pilot ``theta0``.
 
 Stage 2 (score). With the now public ``gamma``, ``delta``, ``theta0`` each
 row gives ``u_i = x_i - z_i' gamma`` and ``v_i = y_i - z_i' delta - theta0 u_i``
@@ -34,447 +34,37 @@ Accounting is zCDP (exponential mechanisms ``eps^2/8``; Gaussian
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
 from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts
+from dpstats.algorithms.sce._fwl_nuisance import (
+    STAGE1_DETAILS,
+    _design_columns,
+    _floor_sensitivity,
+    absorbed_block,
+    nuisance_spread,
+    partial_out,
+)
 from dpstats.algorithms.sce._utils import (
     EM_BOUND,
     adaptive_quantile,
-    gram_sensitivity,
-    is_binary_public,
-    noisy_gram,
-    noisy_symmetric,
     positive_grid,
     private_grid_quantile,
-    private_location_scale,
 )
 from dpstats.algorithms.sce._within import (
     PAIR_QUANTILE_SENSITIVITY,
     PAIR_SQUARE_SENSITIVITY,
     PAIR_SUM_SENSITIVITY,
-    WithinCells,
-    group_ids,
-    pair_scatter_sensitivity,
     private_pair_quantile,
-    within_cells,
 )
-from dpstats.algorithms.sce._tails import TailCount, tail_count
+from dpstats.algorithms.sce._tails import tail_count
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
 
-__all__ = ["FWLScore", "Partialled", "TailCount", "tail_count", "STAGE1_DETAILS", "absorbed_block", "fwl_score_release", "partial_out"]
+__all__ = ["FWLScore", "fwl_score_release"]
 
-
-def _design_columns(facts, d: int) -> tuple[list[int], int | None]:
-    """Control columns (excluding an intercept) and the intercept's index.
-
-    For weighted instances the "intercept" column holds ``sqrt(weight)`` and is
-    an ordinary control; there is then no constant column (``None``).
-    """
-    j = facts.coef_index
-    icpt = None
-    if getattr(facts, "weighted", False):
-        return [c for c in range(d) if c != j], None
-    for c, name in enumerate(facts.columns):
-        b = facts.bounds.get(name)
-        if name == "Intercept" or (b is not None and float(b[0]) == 1.0 and float(b[1]) == 1.0):
-            icpt = c
-            break
-    controls = [c for c in range(d) if c != j and c != icpt]
-    return controls, icpt
-
-
-def absorbed_block(facts, controls: list[int], min_levels: int, sole_levels: int = 0) -> list[int]:
-    """Columns of the categorical term to absorb by within-group demeaning (``[]``: none). Public: names only.
-
-    The candidates are treatment-coded main effects of one categorical
-    variable (columns ``<term>[T.<level>]`` that the design marks as dummies,
-    no interaction) in a design with an intercept: the intercept and such a
-    block span the indicators of the term's levels, so partialling them out is
-    demeaning within those levels (Frisch-Waugh-Lovell) and the coefficient
-    of interest is unchanged. A level whose column the design dropped as
-    collinear merges with the reference level, which is again exactly the
-    span of the columns kept. The term with the most columns is taken when it
-    has at least ``min_levels - 1`` columns (``min_levels`` levels), or at
-    least ``sole_levels`` levels when it is the design's only such term; weighted
-    designs are left alone (their within transformation needs weighted means).
-
-    The lower bar for a sole term is there because a few levels with many rows
-    each are exactly what the noisy Gram cannot partial out: each dummy's
-    eigenvalue is a share of ``n`` that the noise floor rivals, the floor
-    shrinks those directions' projections, and the between-level variation of
-    ``x`` and ``y`` stays in the score as a bias no interval term sees (year
-    effects in a pooled panel). With a second categorical term the within path
-    would meet that term's dummies in its own noisy scatter, where its floor
-    check declines, so the bar stays at ``min_levels`` there.
-    """
-    if min_levels <= 0 or getattr(facts, "weighted", False):
-        return []
-    dummies = set(getattr(facts, "dummies", ()))
-    blocks: dict[str, list[int]] = {}
-    for c in controls:
-        name = facts.columns[c]
-        if name in dummies and ":" not in name and "[T." in name:
-            blocks.setdefault(name.split("[T.", 1)[0], []).append(c)
-    if not blocks:
-        return []
-    best = max(blocks.values(), key=len)
-    bar = min(min_levels, sole_levels) if len(blocks) == 1 and sole_levels > 0 else min_levels
-    return best if len(best) + 1 >= bar else []
-
-
-def _nuisance(G: np.ndarray, ia: list[int], gx: int, gy: int,
-              floor_ev: float) -> tuple[np.ndarray, np.ndarray, int, float]:
-    """Projections of x and y on the columns ``ia`` from a (noisy) Gram matrix, eigenvalues floored.
-
-    Also returns how many eigenvalues the floor raised (see ``Partialled.floored``) and the smallest
-    eigenvalue before the floor (``inf`` without controls; see ``Partialled.min_ev``).
-    """
-    Hs = G[np.ix_(ia, ia)]
-    ev, V = np.linalg.eigh(0.5 * (Hs + Hs.T))
-    floored = int(np.sum(ev < floor_ev))
-    min_ev = float(ev.min()) if ev.size else math.inf
-    ev = np.maximum(ev, floor_ev)
-    sol = V @ ((V.T @ G[np.ix_(ia, [gx, gy])]) / ev[:, None])
-    return sol[:, 0], sol[:, 1], floored, min_ev
-
-
-def _pilot(G: np.ndarray, ia: list[int], gx: int, gy: int, sig_G: float, p: int,
-           ridge: float) -> tuple[float, np.ndarray, np.ndarray, int, float, float, float]:
-    """Nuisance projections and the pilot from a released Gram (post-processing).
-
-    Only directions the noise made (nearly) non-positive are repaired: the
-    eigenvalues of the noisy control Gram are floored at
-    ``ridge * sigma * sqrt(p + 1)``, with no shrinkage of well-determined
-    directions. A pilot from a partialled variance that the noise could have
-    produced on its own is no pilot (0).
-
-    Returns ``(floor_ev, gamma, delta, floored, Dx_floored, theta0, min_ev)``.
-    """
-    floor_ev = ridge * sig_G * math.sqrt(p + 1)
-    gam, dlt, floored, min_ev = _nuisance(G, ia, gx, gy, floor_ev)
-    Dx = G[gx, gx] - gam @ G[ia, gx]
-    Nxy = G[gx, gy] - gam @ G[ia, gy]
-    Dx_f = max(Dx, sig_G * math.sqrt(p + 1))
-    theta0 = Nxy / Dx_f if Dx > 3.0 * sig_G * math.sqrt(p + 1) else 0.0
-    return floor_ev, gam, dlt, floored, float(Dx_f), float(theta0), min_ev
-
-
-@dataclass(frozen=True)
-class Partialled:
-    """Row-level residuals after the private stage 1 (everything here is private or post-processing).
-
-    Attributes
-    ----------
-    u, w : ndarray, shape (n,)
-        ``x`` and ``y`` (standardised, unclipped) minus their projections on the
-        controls with the noisy-Gram coefficients. Each entry depends on its own
-        row only, given the released quantities.
-    theta0 : float
-        Pilot coefficient from the noisy Gram, standardised units (0 when unreliable).
-    unit : float
-        ``scale_y / scale_x``: multiply a standardised coefficient by it.
-    B_u, B_w : float
-        Largest possible ``|u|``, ``|w|`` under the public bounds (``inf`` without).
-    public_x, public_y : bool
-        Whether ``x`` / ``y`` are public 0/1 columns.
-    Dx : float
-        Partialled variance of ``x`` from the noisy Gram (floored at its noise level).
-    row_bound, sigma_gram : float
-    p, n_private : int
-    """
-
-    u: np.ndarray
-    w: np.ndarray
-    theta0: float
-    unit: float
-    B_u: float
-    B_w: float
-    public_x: bool
-    public_y: bool
-    Dx: float
-    row_bound: float
-    sigma_gram: float
-    p: int
-    n_private: int
-    G: np.ndarray | None = None
-    ia: tuple[int, ...] = ()
-    floor_ev: float = 0.0
-    #: eigenvalues of the released controls' Gram below ``floor_ev``. Along such a direction the nuisance
-    #: projection is shrunk almost to 0, so ``u`` and ``v`` keep that direction's share of ``x`` and ``y``: the
-    #: orthogonal score then carries the floored directions' product term, a bias that :func:`nuisance_spread`
-    #: (which re-draws the Gram noise around the floored solution) cannot see. In fixed-effect designs
-    #: (dozens to hundreds of dummies, a few rows each) those directions hold the between-group variation
-    #: that the fixed effects exist to remove.
-    floored: int = 0
-    #: smallest eigenvalue of the released controls' block before the floor (``inf`` without controls)
-    min_ev: float = math.inf
-    #: widest public range of a privately scaled column, in units of its private scale (0: none bounded);
-    #: post-processing of the released scales and the public bounds (see :func:`bounded_range_scales`)
-    range_scales: float = 0.0
-    free: tuple[int, ...] = ()
-    #: the cells of the absorbed fixed effect (``None``: none absorbed). Private: used only inside the
-    #: pair statistics of :mod:`~dpstats.algorithms.sce._within`, whose sensitivities let a row change its group.
-    cells: WithinCells | None = None
-    #: number of levels of the absorbed term (public: the design's columns)
-    absorbed_levels: int = 0
-    #: which rows have a standardised column beyond ``col_clip`` (private: used only inside :func:`tail_count`)
-    over_clip: np.ndarray | None = None
-
-    def standardisation_visible_failure(self, n: int, lo: float = 0.02, hi: float = 25.0) -> bool:
-        """Whether the released Gram shows a failed private scale (post-processing).
-
-        A column standardised with a sensible scale has mean square of order 1
-        in the Gram; below ``lo`` (the scale was far too large: the column is
-        lost in the noise) or above ``hi`` (far too small: most values hit the
-        clip, and projections from the clipped Gram do not apply to the
-        unclipped residuals) the score is biased by an unknown amount. The
-        thresholds allow three noise standard deviations of the diagonal.
-        """
-        if self.G is None:
-            return False
-        for c in self.free:
-            m = self.G[c + 1, c + 1] / n
-            slack = 3.0 * self.sigma_gram / n
-            if m < lo + slack or m > hi - slack:
-                return True
-        return False
-
-    def scales_plausible(self, C_u: float, lo: float, hi: float, C_v: float = 0.0) -> bool:
-        """Whether the standardisation worked: row bound per column and the ``u`` clip of unit order.
-
-        The ``v`` clip is held to the upper bar only (a residual of an outcome the controls nearly
-        determine can be small): a clip located ``hi`` outcome scales out makes the noise and the
-        estimate arbitrary in size, and an interval around them can still exclude 0 by chance.
-        """
-        return (lo <= self.row_bound / math.sqrt(self.p) <= hi) and (lo <= C_u <= hi) and C_v <= hi
-
-
-def partial_out(
-    X: np.ndarray,
-    y: np.ndarray,
-    facts,
-    acc: ZCDPAccountant,
-    rng: np.random.Generator,
-    *,
-    scale_share: float,
-    gram_share: float,
-    scale_factor: float,
-    col_clip: float,
-    kappa: float,
-    q_row_max: float,
-    ridge: float,
-    use_bounds: bool = False,
-    absorb: int = 0,
-    m_cell: int = 100,
-    absorb_sole: int = 0,
-) -> Partialled:
-    """Stage 1: private standardisation, noisy Gram, nuisance projections; spends ``scale_share + gram_share`` of rho.
-
-    Privacy: ``2 m + 1`` exponential mechanisms (``m`` columns standardised
-    privately: a grid median and a grid median of non-zero pair differences
-    each, plus a grid quantile of row norms), each ``e``-DP with sensitivity
-    1 and charged ``e^2/8`` in zCDP, then one Gaussian Gram matrix with
-    sensitivity :func:`gram_sensitivity` of the private row bound.
-
-    With ``absorb`` (a number of levels, 0 for never; ``absorb_sole`` for the
-    design's only categorical term) the categorical term of
-    :func:`absorbed_block` is absorbed instead: see :func:`_partial_out_within`.
-    """
-    n, d = X.shape
-    rho = acc.rho
-    j = facts.coef_index
-    controls, icpt = _design_columns(facts, d)
-    block = absorbed_block(facts, controls, absorb, absorb_sole) if icpt is not None else []
-    if block:
-        return _partial_out_within(
-            X, y, facts, acc, rng, block, [c for c in controls if c not in set(block)], scale_share=scale_share,
-            gram_share=gram_share, scale_factor=scale_factor, col_clip=col_clip, kappa=kappa, q_row_max=q_row_max,
-            ridge=ridge, m_cell=m_cell,
-        )
-    names = [facts.columns[c] for c in controls] + [facts.columns[j], facts.outcome]
-    W = np.column_stack([X[:, controls], X[:, j], y])
-    p = W.shape[1]
-    ix_c, iy_c = p - 2, p - 1  # positions of x and y among the columns of W
-    weighted = bool(getattr(facts, "weighted", False))
-    # rows of weighted instances are scaled by sqrt(weight): public bounds no longer hold
-    bounds = {} if weighted else dict(facts.bounds)
-    public = np.array([(not weighted) and is_binary_public(facts, nm) for nm in names])
-    loc = np.zeros(p)
-    scale = np.ones(p)
-    # optionally, columns with a finite public range use it (free): centre = midpoint, scale = half-width
-    ranged = np.zeros(p, dtype=bool)
-    if use_bounds:
-        for c in np.flatnonzero(~public):
-            b = bounds.get(names[c])
-            if b is not None and np.isfinite(b[0]) and np.isfinite(b[1]) and b[1] > b[0]:
-                ranged[c] = True
-                loc[c] = 0.5 * (b[0] + b[1]) if icpt is not None else 0.0
-                scale[c] = 0.5 * (b[1] - b[0]) if icpt is not None else max(abs(b[0]), abs(b[1]))
-    free = ~public & ~ranged
-    n_private = int(free.sum())
-    # ---- stage 1a: private location and scale of each other column, and a row-norm bound
-    e_em = em_epsilon(scale_share * rho / (2 * n_private + 1), bound=EM_BOUND)
-    for c in np.flatnonzero(free):
-        loc[c], sc = private_location_scale(W[:, c], e_em, rng, bounds.get(names[c]), acc=acc, label=names[c])
-        scale[c] = scale_factor * sc
-        if icpt is None:
-            loc[c] = 0.0
-    Sraw = (W - loc) / scale
-    Sc = np.clip(Sraw, -col_clip, col_clip)
-    # rows the column clip changes (private: enters only the paid count of tail_count)
-    over_clip = np.any(np.abs(Sraw) > col_clip, axis=1)
-    norms = np.linalg.norm(Sc, axis=1)
-    q_row = adaptive_quantile(n, e_em, kappa, q_max=q_row_max)
-    _, B = private_grid_quantile(norms, q_row, positive_grid(1e-3, 1e4), e_em, rng, acc=acc,
-                                 mechanism="grid quantile (row norm)", note=f"q={q_row:.4g}")
-    Sr = Sc * np.minimum(1.0, B / np.maximum(norms, 1e-300))[:, None]
-    # ---- stage 1b: noisy Gram of (1, controls, x, y)
-    A = np.column_stack([np.ones(n), Sr])
-    Delta_G = gram_sensitivity(B)
-    sig_G = Delta_G / math.sqrt(2.0 * gram_share * rho)
-    G = noisy_gram(A, sig_G, rng, acc=acc, sensitivity=Delta_G, mechanism="Gaussian Gram of (1, controls, x, y)",
-                   note=f"row norm bound {B:.4g}")
-    # nuisance by post-processing
-    const = icpt is not None
-    ia = list(range(0 if const else 1, p - 1))  # (constant,) controls
-    gx, gy = p - 1, p  # positions of x and y in the Gram
-    floor_ev, gam, dlt, floored, Dx_f, theta0, min_ev = _pilot(G, ia, gx, gy, sig_G, p, ridge)
-    # row-level residuals: all columns enter linearly (standardised, unclipped), so scores built on
-    # them target OLS on the real columns
-    S_lin = (W - loc) / scale
-    Zs = np.column_stack([np.ones(n), S_lin[:, :ix_c]]) if const else S_lin[:, :ix_c]
-    g_c, g_z = (gam[0], gam[1:]) if const else (0.0, gam)
-    d_c, d_z = (dlt[0], dlt[1:]) if const else (0.0, dlt)
-    u = S_lin[:, ix_c] - Zs @ gam
-    w = S_lin[:, iy_c] - Zs @ dlt
-    # largest |standardised value| each column can take under its public bounds (inf without)
-    half = np.full(p, np.inf)
-    for c in range(p):
-        bnd = bounds.get(names[c])
-        if bnd is not None and np.isfinite(bnd[0]) and np.isfinite(bnd[1]):
-            half[c] = max(abs(bnd[0] - loc[c]), abs(bnd[1] - loc[c])) / scale[c]
-    B_u = float(half[ix_c] + abs(g_c) + np.sum(np.abs(g_z) * half[:ix_c]))
-    B_w = float(half[iy_c] + abs(d_c) + np.sum(np.abs(d_z) * half[:ix_c]))
-    return Partialled(
-        u=u, w=w, theta0=float(theta0), unit=float(scale[iy_c] / scale[ix_c]), B_u=B_u, B_w=B_w,
-        public_x=bool(public[ix_c]), public_y=bool(public[iy_c]), Dx=float(Dx_f), row_bound=float(B),
-        sigma_gram=float(sig_G), p=p, n_private=n_private, G=G, ia=tuple(ia), floor_ev=float(floor_ev),
-        free=tuple(int(c) for c in np.flatnonzero(free)), floored=floored, min_ev=min_ev, over_clip=over_clip,
-        range_scales=bounded_range_scales(names, np.flatnonzero(free), scale, bounds),
-    )
-
-
-def _partial_out_within(
-    X: np.ndarray, y: np.ndarray, facts, acc: ZCDPAccountant, rng: np.random.Generator, block: list[int],
-    controls: list[int], *, scale_share: float, gram_share: float, scale_factor: float, col_clip: float,
-    kappa: float, q_row_max: float, ridge: float, m_cell: int,
-) -> Partialled:
-    """Stage 1 with a fixed effect absorbed: everything on within-group pair differences.
-
-    The dummies of ``block`` and the intercept leave the design; the rows fall
-    into cells (the absorbed levels, split publicly when large: see
-    :func:`~dpstats.algorithms.sce._within.within_cells`). Differences need
-    no location, so each privately standardised column costs one exponential
-    mechanism: a weighted grid median of its non-zero within-cell pair
-    differences (:func:`~dpstats.algorithms.sce._within.private_pair_quantile`).
-    A weighted grid quantile of the pair-difference norms sets the clip ``B``
-    and the released matrix is the pair scatter of the clipped differences
-    (the within-group scatter when nothing is clipped), with Gaussian noise
-    at sensitivity :func:`~dpstats.algorithms.sce._within.pair_scatter_sensitivity`.
-    ``u`` and ``w`` are row-level (standardised, no location); stage 2 works on
-    their pair differences.
-    """
-    n = X.shape[0]
-    rho = acc.rho
-    j = facts.coef_index
-    levels = len(block) + 1
-    cells = within_cells(group_ids(X[:, block]), levels, rng, m_cell)
-    names = [facts.columns[c] for c in controls] + [facts.columns[j], facts.outcome]
-    W = np.column_stack([X[:, controls], X[:, j], y])
-    p = W.shape[1]
-    ix_c, iy_c = p - 2, p - 1
-    bounds = dict(facts.bounds)  # absorbed designs are unweighted (absorbed_block)
-    public = np.array([is_binary_public(facts, nm) for nm in names])
-    scale = np.ones(p)
-    free = ~public
-    n_private = int(free.sum())
-    # ---- stage 1a: a within-cell scale per private column, and a bound on the pair-difference norms
-    e_em = em_epsilon(scale_share * rho / (n_private + 1), bound=EM_BOUND)
-    for c in np.flatnonzero(free):
-        col = W[:, c]
-        sc = private_pair_quantile(cells, lambda i, k, col=col: np.abs(col[i] - col[k]), 0.5, positive_grid(), e_em,
-                                   rng, acc=acc, mechanism=f"grid median of within pair differences ({names[c]})",
-                                   bound=EM_BOUND, nonzero=True)
-        scale[c] = scale_factor * sc
-    Sd = W / scale
-    # a quantile level the mechanism can locate, from public counts (the score sensitivity is at most 3)
-    q_row = adaptive_quantile(int(cells.public_weight), e_em / PAIR_QUANTILE_SENSITIVITY, kappa, q_max=q_row_max)
-    B = private_pair_quantile(
-        cells, lambda i, k: np.linalg.norm(np.clip(Sd[i] - Sd[k], -col_clip, col_clip), axis=1), q_row,
-        positive_grid(1e-3, 1e4), e_em, rng, acc=acc, mechanism="grid quantile (pair difference norm)",
-        bound=EM_BOUND, nonzero=False, note=f"q={q_row:.4g}")
-    # ---- stage 1b: noisy pair scatter of (controls, x, y), laid out as the Gram (index 0, the constant, unused)
-    Delta_G = pair_scatter_sensitivity(B)
-    sig_G = Delta_G / math.sqrt(2.0 * gram_share * rho)
-    Mw = noisy_symmetric(cells.scatter(Sd, B, col_clip), sig_G, rng, acc=acc, sensitivity=Delta_G,
-                         mechanism="Gaussian within pair scatter of (controls, x, y)",
-                         note=f"pair difference norm bound {B:.4g}; {levels} levels absorbed, {cells.K} cells each")
-    G = np.zeros((p + 1, p + 1))
-    G[0, 0] = n
-    G[1:, 1:] = Mw
-    ia = list(range(1, p - 1))
-    gx, gy = p - 1, p
-    floor_ev, gam, dlt, floored, Dx_f, theta0, min_ev = _pilot(G, ia, gx, gy, sig_G, p, ridge)
-    Zs = Sd[:, :ix_c]
-    u = Sd[:, ix_c] - Zs @ gam
-    w = Sd[:, iy_c] - Zs @ dlt
-    # largest |pair difference| of each standardised column under its public bounds (inf without)
-    full = np.full(p, np.inf)
-    for c in range(p):
-        bnd = bounds.get(names[c])
-        if bnd is not None and np.isfinite(bnd[0]) and np.isfinite(bnd[1]):
-            full[c] = (bnd[1] - bnd[0]) / scale[c]
-    B_u = float(full[ix_c] + np.sum(np.abs(gam) * full[:ix_c]))
-    B_w = float(full[iy_c] + np.sum(np.abs(dlt) * full[:ix_c]))
-    return Partialled(
-        u=u, w=w, theta0=float(theta0), unit=float(scale[iy_c] / scale[ix_c]), B_u=B_u, B_w=B_w,
-        public_x=bool(public[ix_c]), public_y=bool(public[iy_c]), Dx=float(Dx_f), row_bound=float(B),
-        sigma_gram=float(sig_G), p=p, n_private=n_private, G=G, ia=tuple(ia), floor_ev=float(floor_ev),
-        free=tuple(int(c) for c in np.flatnonzero(free)), floored=floored, min_ev=min_ev, cells=cells,
-        range_scales=bounded_range_scales(names, np.flatnonzero(free), scale, bounds),
-        absorbed_levels=levels,
-    )
-
-
-def bounded_range_scales(names: list[str], free, scale: np.ndarray, bounds: dict) -> float:
-    """Widest public range ``hi - lo`` of a privately scaled column over its private scale (0 when none is bounded).
-
-    Post-processing of the released scales and the public bounds. A private
-    scale far below the data's spread (an exponential mechanism that landed
-    in the empty cells below a sparse column's non-zero differences) puts the
-    column's non-zero values beyond ``col_clip``: the Gram sees them clipped,
-    the unclipped residuals do not, and with the row-norm clip the Gram's
-    mean square can still look sane.
-    """
-    out = 0.0
-    for c in free:
-        b = bounds.get(names[c])
-        if b is not None and np.isfinite(b[0]) and np.isfinite(b[1]) and b[1] > b[0]:
-            out = max(out, float((b[1] - b[0]) / scale[c]))
-    return out
-
-
-#: details taken from stage 1 (:func:`partial_out`) and why they are public
-STAGE1_DETAILS = {
-    "row_bound": "paid statistic: `grid quantile (row norm)` (with an absorbed fixed effect the `grid quantile "
-                 "(pair difference norm)`)",
-    "sigma_gram": "paid statistic: Gaussian noise scale of the Gram, a function of the `grid quantile (row norm)` "
-                  "(or `grid quantile (pair difference norm)`) bound and the budget",
-}
 
 #: the keys of :func:`fwl_score_release`'s details and why each is public
 FWL_SCORE_DETAILS = {
@@ -825,76 +415,6 @@ def group_jackknife(theta0: float, S_k: np.ndarray, T_k: np.ndarray, sig_T_k: fl
         return math.inf
     th = theta0 + (S - S_k) / den
     return (J - 1) / J * float(np.sum((th - th.mean()) ** 2))
-
-
-def _floor_sensitivity(P: Partialled) -> float:
-    """How far the pilot moves when the eigenvalue floor drops to one noise unit (post-processing; standardised units).
-
-    ``inf`` when an eigenvalue of the released controls' block lies below one
-    noise unit ``sigma_gram sqrt(p + 1)``: that direction cannot be told from
-    noise, and neither can its share of ``x`` and ``y``.
-    """
-    assert P.G is not None
-    G, ia = P.G, list(P.ia)
-    p1 = G.shape[0]
-    gx, gy = p1 - 2, p1 - 1
-    unit_ev = P.sigma_gram * math.sqrt(P.p + 1)
-    if P.min_ev < unit_ev:
-        return math.inf
-
-    def pilot(floor: float) -> float:
-        g, _, _, _ = _nuisance(G, ia, gx, gy, floor)
-        Dx = G[gx, gx] - g @ G[ia, gx]
-        return float((G[gx, gy] - g @ G[ia, gy]) / max(Dx, unit_ev))
-
-    return abs(pilot(P.floor_ev) - pilot(unit_ev))
-
-
-def nuisance_spread(P: Partialled, theta: float, T: float, rng: np.random.Generator,
-                    n_sim: int = 200) -> tuple[float, float]:
-    """Root-mean-square error of the score estimate caused by the noisy nuisance (post-processing).
-
-    The Frisch-Waugh score is Neyman-orthogonal, so imperfect projections
-    ``gamma``, ``delta`` move the estimate by the *product*
-    ``dgamma' Z'Z (ddelta - theta dgamma) / sum u^2``; small when the Gram
-    noise is small, but not when it rivals the signal. This term is not in
-    the sandwich. It is simulated from the released Gram ``G`` and the public
-    noise scale ``sigma_gram``: fresh symmetric noise of the same scale is
-    added to ``G``, the projections are recomputed, and the product term is
-    evaluated with ``G``'s control block in place of ``Z'Z``. Only released
-    values and public facts enter: no budget.
-
-    Returns
-    -------
-    rms : float
-        Root mean square of the product term (standardised units).
-    dilution : float
-        A high (mean plus two standard deviations) simulated value of
-        ``dgamma' Z'Z dgamma``: the part of ``sum u^2`` that is nuisance
-        error rather than the partialled ``x`` (regression dilution).
-    """
-    if P.G is None or not P.ia:
-        return 0.0, 0.0
-    G, ia, p1 = P.G, list(P.ia), P.G.shape[0]
-    gx, gy = p1 - 2, p1 - 1
-    g0, d0, _, _ = _nuisance(G, ia, gx, gy, P.floor_ev)
-    A = G[np.ix_(ia, ia)]
-    iu = np.triu_indices(p1)
-    E = np.zeros((n_sim, p1, p1))
-    E[:, iu[0], iu[1]] = rng.standard_normal((n_sim, iu[0].size)) * P.sigma_gram
-    E = E + np.triu(E, 1).transpose(0, 2, 1)
-    E[:, 0, 0] = 0.0
-    Gs = G[None] + E
-    Hs = Gs[:, ia][:, :, ia]
-    ev, V = np.linalg.eigh(0.5 * (Hs + Hs.transpose(0, 2, 1)))
-    ev = np.maximum(ev, P.floor_ev)
-    rhs = Gs[:, ia][:, :, [gx, gy]]
-    sol = V @ ((V.transpose(0, 2, 1) @ rhs) / ev[:, :, None])
-    dg, dd = sol[:, :, 0] - g0, sol[:, :, 1] - d0
-    Adg = dg @ A.T
-    out = np.einsum("ri,ri->r", Adg, dd - theta * dg) / T
-    dil = np.einsum("ri,ri->r", Adg, dg)
-    return float(np.sqrt(np.mean(out**2))), float(np.mean(dil) + 2.0 * np.std(dil))
 
 
 def score_std_error(Q: float, sig_Q: float, T: float, T_raw: float, sig_T: float, noise_sd: float,

@@ -29,7 +29,7 @@ from dpstats.algorithms.sce._within import (
     pair_scatter_sensitivity,
     within_cells,
 )
-from dpstats.algorithms.sce.fwl_score import _design_columns, absorbed_block
+from dpstats.algorithms.sce._fwl_nuisance import _design_columns, absorbed_block
 from dpstats.data.corpus import Corpus
 from dpstats.ols.baseline import compute_baseline
 from dpstats.privacy.accounting import zcdp_rho
