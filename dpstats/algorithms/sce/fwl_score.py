@@ -74,8 +74,8 @@ FWL_SCORE_DETAILS = {
     "unshrunk": "paid statistic: theta0 + S / T from `Gaussian sum of clip(u) clip(v)`, `Gaussian sum of clip(u)^2`",
     "noise_sd": "paid statistic: a function of `Gaussian sum of clip(u) clip(v)`, `Gaussian sum of clip(u)^2` "
                 "and their noise scales",
-    "scales_ok": "paid statistic: a test on `grid quantile (row norm)` and `grid quantile |u|` (or the bound B_u; "
-                 "with an absorbed fixed effect `grid quantile (pair difference norm)`, `grid quantile |u_i - u_j|`)",
+    "scales_ok": "paid statistic: a test on `grid quantile (row norm)`, `grid quantile |u|`, `|v|` (or B_u, B_v; with an "
+                 "absorbed fixed effect `grid quantile (pair difference norm)`, `grid quantile |u_i - u_j|`, `|v_i - v_j|`)",
     "C_u": "paid statistic: `grid quantile |u|` (or `grid quantile |u_i - u_j|`) times c_u (and, row level, the public "
            "clip_widening factor), at most B_u (B_u alone for a public 0/1 column)",
     "C_v": "paid statistic: `grid quantile |v|` (or `grid quantile |v_i - v_j|`) times c_v, at most B_v (B_v alone for a public 0/1 outcome)",
