@@ -503,7 +503,8 @@ def coverage_table(intervals: pd.DataFrame, tolerance: float = COVERAGE_TOLERANC
     DataFrame
         The columns of :data:`COVERAGE_COLUMNS` (and ``corpus``).
     """
-    from dpstats.bench.evaluation import competition_ranks, slice_mask, slices_for
+    from dpstats.bench.evaluation import slice_mask, slices_for
+    from dpstats.bench.leaderboard import competition_ranks
 
     # a draw that could not be made is a fact about the design, not about the method: left out
     df = _usable(trial_validity(intervals))

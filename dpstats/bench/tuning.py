@@ -61,6 +61,7 @@ import pandas as pd
 
 from dpstats.algorithms.tuned import TUNED_DIR, load_tuned, register_tuned, tuned_name
 from dpstats.bench import evaluation as ev
+from dpstats.bench import leaderboard as lbd
 from dpstats.bench.model import _PROBLEMS, AlgorithmRef, Problem, TrialResult, cache_problem
 from dpstats.bench.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, Job, Limits, WorkerPool
 
@@ -337,7 +338,7 @@ def _score(df: pd.DataFrame, problems: Sequence[Problem]) -> dict[str, Any]:
     prep = ev.prepare(df)
     p = ev.step_profile(prep, inst)
     reach = float(p.reach)
-    key = ev.rank_key(p.tau50, reach, p.reach_tau)
+    key = lbd.rank_key(p.tau50, reach, p.reach_tau)
     counts = prep["status"].value_counts()
     return {"tau50": p.tau50, "reaches": reach, "reach_tau": p.reach_tau, "key": key,
             "statuses": {k: int(v) for k, v in counts.items()}}
@@ -499,7 +500,7 @@ def tune(algorithm: str | type, epsilon: float, task: str | None = None, trials:
         sc = _score(table, train)
         scores.append({"params": over, **sc})
         say(f"  [{k + 1}/{len(grid['configs'])}] {over or 'defaults'}: train tau@50 = "
-            f"{ev.format_tau50(sc['tau50'], sc['reaches'])}")
+            f"{lbd.format_tau50(sc['tau50'], sc['reaches'])}")
     best = min(range(len(scores)), key=lambda i: (scores[i]["key"], i))
     best_over = grid["configs"][best]
     if not best_over:
@@ -512,7 +513,7 @@ def tune(algorithm: str | type, epsilon: float, task: str | None = None, trials:
         accepted = t_sc["tau50"] <= (1.0 - min_improvement) * d_sc["tau50"]
 
     def fmt(sc: Mapping[str, Any]) -> str:
-        return f"{sc['tau50']:.6g}" if math.isfinite(sc["tau50"]) else ev.format_tau50(sc["tau50"], sc["reaches"])
+        return f"{sc['tau50']:.6g}" if math.isfinite(sc["tau50"]) else lbd.format_tau50(sc["tau50"], sc["reaches"])
 
     need = f" by at least {min_improvement:.0%}" if min_improvement > 0 else ""
     decision = (f"held-out tau@50 {fmt(t_sc)} (tuned) vs {fmt(d_sc)} (default): "

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from dpstats.bench import evaluation as ev
+from dpstats.bench.leaderboard import verify_leaderboard
 from dpstats.bench.report import _default_results, build_release, instance_facts, load_intervals, load_trials, \
     write_report
 
@@ -55,7 +55,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"{len(intervals)} coverage trials, {len(res['coverage'])} coverage rows; wrote {len(res['files'])} "
               f"files to {args.out}" + ("" if args.no_site else f" (open {Path(args.out) / 'index.html'})"))
         return 0
-    problems = ev.verify_leaderboard(Path(args.out) / "trials.csv", Path(args.out) / "leaderboard.csv")
+    problems = verify_leaderboard(Path(args.out) / "trials.csv", Path(args.out) / "leaderboard.csv")
     if problems:  # pragma: no cover - a bug, reported loudly
         print("dpstats: leaderboard.csv does not agree with trials.csv:\n  " + "\n  ".join(problems[:20]),
               file=sys.stderr)

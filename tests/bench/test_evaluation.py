@@ -1,4 +1,4 @@
-"""Tests of dpstats.bench.evaluation: exact success rates, tau@50, the infinity rule, ranking, slices."""
+"""Tests of dpstats.bench.evaluation and dpstats.bench.leaderboard: success rates, tau@50, ranking, slices."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpstats.bench import evaluation as ev
+from dpstats.bench import leaderboard as lbd
 
 INF = math.inf
 
@@ -58,7 +59,7 @@ def test_study_weighting_not_instance_weighting():
         ("s2", "i3", 100, 2, [("error", INF)] * 4),
     ]
     df = make_trials(spec)
-    lb = ev.leaderboard(df)
+    lb = lbd.leaderboard(df)
     row = lb[lb.slice == "all"].iloc[0]
     # instance weighting would give 2/3 and tau50 = 1; study weighting gives exactly 1/2
     assert row.reaches == 0.5
@@ -73,7 +74,7 @@ def test_exact_half_is_reached_despite_float_sums():
     ratios = iter(np.linspace(0.1, 3.0, 30))
     spec = [(f"s{j}", f"i{j}", 1000, 3, [("ok", float(next(ratios))) for _ in range(10)]) for j in range(3)]
     df = make_trials(spec)
-    tau50 = ev.leaderboard(df).query("slice == 'all'").tau50.iloc[0]
+    tau50 = lbd.leaderboard(df).query("slice == 'all'").tau50.iloc[0]
     assert tau50 == float(np.linspace(0.1, 3.0, 30)[14])
 
 
@@ -84,13 +85,13 @@ def test_infinite_tau50_and_its_display():
         ("s2", "i2", 100, 2, [("declined", INF), ("timeout", INF)]),
         ("s3", "i3", 100, 2, [("memory", INF), ("ok", float("nan"))]),
     ]
-    lb = ev.leaderboard(make_trials(spec)).query("slice == 'all'")
+    lb = lbd.leaderboard(make_trials(spec)).query("slice == 'all'")
     row = lb.iloc[0]
     assert math.isinf(row.tau50)
     assert row.reaches == pytest.approx(1 / 3)
-    assert ev.format_tau50(row.tau50, row.reaches) == "∞ (reaches 33%)"
-    assert ev.format_tau50(0.123456, 1.0) == "0.123"
-    assert ev.format_rate(0.4999) == "49%"  # never rounds up to the 50 % it did not reach
+    assert lbd.format_tau50(row.tau50, row.reaches) == "∞ (reaches 33%)"
+    assert lbd.format_tau50(0.123456, 1.0) == "0.123"
+    assert lbd.format_rate(0.4999) == "49%"  # never rounds up to the 50 % it did not reach
 
 
 def test_failures_fail_at_every_tau_even_with_a_small_ratio():
@@ -114,7 +115,7 @@ def test_ranking_rules_with_infinity():
         algo("inf_0", [("error", INF)] * 4),
         algo("comparison", [("ok", 0.01)] * 4, interp="data-bounds"),
     ])
-    lb = ev.leaderboard(df).query("slice == 'all'")
+    lb = lbd.leaderboard(df).query("slice == 'all'")
     ranks = dict(zip(lb.algorithm, lb["rank"]))
     assert ranks["fin_small"] == 1
     assert ranks["fin_big"] == ranks["fin_tie"] == 2
@@ -134,7 +135,7 @@ def test_slices_counts_and_mean_slices():
         ("s1", "i_wide", 1500, 15, [("ok", 3.0)] * 3),     # d>10, n/d=100 (<=100)
         ("s2", "i_tall", 5000, 20, [("ok", 0.5)] * 3),     # d>10, n/d>100
     ]
-    lb = ev.leaderboard(make_trials(spec))
+    lb = lbd.leaderboard(make_trials(spec))
     got = {r.slice: (r.instances, r.studies, r.tau50) for r in lb.itertuples()}
     assert got["all"][:2] == (3, 2)
     assert got["d<=10"] == (1, 1, 1.0)
@@ -143,14 +144,14 @@ def test_slices_counts_and_mean_slices():
     assert got["d>10"][2] == 0.5
     assert got["n/d<=100"] == (1, 1, 3.0)
     assert got["n/d>100"][:2] == (2, 2)
-    mean = ev.leaderboard(make_trials(spec, task="mean"))
+    mean = lbd.leaderboard(make_trials(spec, task="mean"))
     assert list(mean.slice) == ["all", "n/d<=100", "n/d>100"]
     assert ev.slices_for("mean") == ("all", "n/d<=100", "n/d>100")
 
 
 def test_empty_slice_is_left_out():
     spec = [("s1", "i1", 50, 2, [("ok", 1.0)])]
-    lb = ev.leaderboard(make_trials(spec))
+    lb = lbd.leaderboard(make_trials(spec))
     assert "d>10" not in set(lb.slice)
     assert "n/d>100" not in set(lb.slice)
 
@@ -158,7 +159,7 @@ def test_empty_slice_is_left_out():
 def test_missing_instance_counts_as_failure():
     a = make_trials([("s1", "i1", 100, 2, [("ok", 1.0)]), ("s2", "i2", 100, 2, [("ok", 1.0)])], algorithm="a")
     b = make_trials([("s1", "i1", 100, 2, [("ok", 1.0)])], algorithm="b")
-    lb = ev.leaderboard(pd.concat([a, b])).query("slice == 'all'").set_index("algorithm")
+    lb = lbd.leaderboard(pd.concat([a, b])).query("slice == 'all'").set_index("algorithm")
     assert lb.loc["a", "reaches"] == 1.0
     assert lb.loc["b", "reaches"] == 0.5
 
@@ -166,32 +167,32 @@ def test_missing_instance_counts_as_failure():
 def test_separate_per_task_epsilon_and_corpus():
     a = make_trials([("s1", "i1", 100, 2, [("ok", 1.0)])], epsilon=1.0)
     b = make_trials([("s1", "i1", 100, 2, [("ok", 4.0)])], epsilon=3.0)
-    lb = ev.leaderboard(pd.concat([a, b])).query("slice == 'all'")
+    lb = lbd.leaderboard(pd.concat([a, b])).query("slice == 'all'")
     assert dict(zip(lb.epsilon, lb.tau50)) == {1.0: 1.0, 3.0: 4.0}
     c = pd.concat([a.assign(corpus="public"), a.assign(corpus="withheld", ratio=2.0)])
-    lbc = ev.leaderboard(c).query("slice == 'all'")
-    assert list(lbc.columns) == list(ev.LEADERBOARD_COLUMNS) + ["corpus"]
+    lbc = lbd.leaderboard(c).query("slice == 'all'")
+    assert list(lbc.columns) == list(lbd.LEADERBOARD_COLUMNS) + ["corpus"]
     assert dict(zip(lbc.corpus, lbc.tau50)) == {"public": 1.0, "withheld": 2.0}
     with pytest.raises(ValueError, match="several corpora"):
         ev.profile(c, "sce", 1.0)
     assert ev.profile(c, "sce", 1.0, corpus="withheld").tau.tolist() == [2.0]
     # an instance id may mean different data in two corpora, never within one
-    ev.leaderboard(pd.concat([a.assign(corpus="x"), a.assign(corpus="y", n=5000)]))
+    lbd.leaderboard(pd.concat([a.assign(corpus="x"), a.assign(corpus="y", n=5000)]))
     with pytest.raises(ValueError, match="several values of 'n'"):
-        ev.leaderboard(pd.concat([a.assign(corpus="x"), a.assign(corpus="x", n=5000)]))
+        lbd.leaderboard(pd.concat([a.assign(corpus="x"), a.assign(corpus="x", n=5000)]))
 
 
 def test_input_validation():
     df = make_trials([("s1", "i1", 100, 2, [("ok", 1.0)])])
     with pytest.raises(ValueError, match="status"):
-        ev.leaderboard(df.assign(status="crashed"))
+        lbd.leaderboard(df.assign(status="crashed"))
     with pytest.raises(ValueError, match="lacks column"):
-        ev.leaderboard(df.drop(columns="study"))
+        lbd.leaderboard(df.drop(columns="study"))
     with pytest.raises(ValueError, match="non-negative"):
-        ev.leaderboard(df.assign(ratio=-1.0))
+        lbd.leaderboard(df.assign(ratio=-1.0))
     two = pd.concat([df, df.assign(study="other")])
     with pytest.raises(ValueError, match="study"):
-        ev.leaderboard(two)
+        lbd.leaderboard(two)
     with pytest.raises(ValueError, match="slice"):
         ev.profile(make_trials([("s1", "i1", 100, 2, [("ok", 1.0)])], task="mean"), "mean", 1.0, "d<=10")
 
@@ -206,16 +207,16 @@ def test_verify_leaderboard_roundtrip_and_tampering(tmp_path):
                     make_trials([(s, i, n, d, [("error", INF)] * 3) for s, i, n, d, _ in spec], algorithm="c")])
     tp, lp = tmp_path / "trials.csv", tmp_path / "leaderboard.csv"
     df.to_csv(tp, index=False)
-    ev.leaderboard(df).to_csv(lp, index=False)
+    lbd.leaderboard(df).to_csv(lp, index=False)
     text = lp.read_text()
     assert ",inf," in text  # algorithm c
-    assert ev.verify_leaderboard(tp, lp) == []
-    bad = ev.read_leaderboard(lp)
+    assert lbd.verify_leaderboard(tp, lp) == []
+    bad = lbd.read_leaderboard(lp)
     bad.loc[0, "tau50"] = bad.loc[0, "tau50"] * 1.01
     bad.loc[1, "rank"] = pd.NA
-    problems = ev.verify_leaderboard(tp, bad)
+    problems = lbd.verify_leaderboard(tp, bad)
     assert len(problems) == 2
-    assert ev.verify_leaderboard(tp, bad.iloc[1:]) != []
+    assert lbd.verify_leaderboard(tp, bad.iloc[1:]) != []
 
 
 def test_tail_columns_by_hand(tmp_path):
@@ -228,34 +229,34 @@ def test_tail_columns_by_hand(tmp_path):
         ("s2", "i3", 100, 2, [("ok", 100.0), ("timeout", INF)]),
     ]
     df = pd.concat([make_trials(spec), make_trials(spec, algorithm="b").assign(ratio=0.1, status="ok")])
-    lb = ev.leaderboard(df).set_index(["slice", "algorithm"])
+    lb = lbd.leaderboard(df).set_index(["slice", "algorithm"])
     # > 10: i1 {20, 200, error} 3/16, i2 {50} 1/8, i3 {100, timeout} 1/2 -> 13/16
     assert lb.loc[("all", "a"), "tail10"] == 13 / 16
     # > 100: i1 {200, error} 2/16, i2 none, i3 {timeout} 1/4 -> 3/8
     assert lb.loc[("all", "a"), "tail100"] == 3 / 8
     assert lb.loc[("all", "b"), ["tail10", "tail100"]].tolist() == [0.0, 0.0]
-    assert list(ev.leaderboard(df).columns) == list(ev.LEADERBOARD_COLUMNS)
-    assert ev.LEADERBOARD_COLUMNS[-3:] == ("tail10", "tail100", "fallback")
+    assert list(lbd.leaderboard(df).columns) == list(lbd.LEADERBOARD_COLUMNS)
+    assert lbd.LEADERBOARD_COLUMNS[-3:] == ("tail10", "tail100", "fallback")
     # the tails are 1 - S(10) and 1 - S(100) of the exact profile
     rates = ev.success_rates(df, [10, 100], "sce", 1.0)
     assert rates.loc["a"].tolist() == [3 / 16, 5 / 8]
     # verify_leaderboard checks them
     tp = tmp_path / "trials.csv"
     df.to_csv(tp, index=False)
-    board = ev.leaderboard(df)
-    assert ev.verify_leaderboard(tp, board) == []
+    board = lbd.leaderboard(df)
+    assert lbd.verify_leaderboard(tp, board) == []
     board.loc[board.algorithm == "a", "tail100"] = 0.25
-    problems = ev.verify_leaderboard(tp, board)
+    problems = lbd.verify_leaderboard(tp, board)
     assert problems and all("tail100" in p for p in problems)
-    assert "columns differ" in ev.verify_leaderboard(tp, board.drop(columns="tail10"))[0]
+    assert "columns differ" in lbd.verify_leaderboard(tp, board.drop(columns="tail10"))[0]
 
 
 def test_format_tail_rounds_up():
-    assert ev.format_tail(0.0) == "0%"
-    assert ev.format_tail(0.001) == "1%"
-    assert ev.format_tail(13 / 16) == "82%"
-    assert ev.format_tail(0.5) == "50%"
-    assert ev.format_tail(1.0) == "100%"
+    assert lbd.format_tail(0.0) == "0%"
+    assert lbd.format_tail(0.001) == "1%"
+    assert lbd.format_tail(13 / 16) == "82%"
+    assert lbd.format_tail(0.5) == "50%"
+    assert lbd.format_tail(1.0) == "100%"
 
 
 def test_success_rates_and_instance_success():
@@ -320,7 +321,7 @@ def test_profile_matches_the_definition(df, tau):
 @SETTINGS
 @given(corpora(max_algorithms=1))
 def test_tau50_is_the_smallest_tau_reaching_half(df):
-    lb = ev.leaderboard(df).query("slice == 'all'")
+    lb = lbd.leaderboard(df).query("slice == 'all'")
     tau50 = lb.tau50.iloc[0]
     if math.isinf(tau50):
         assert ref_rate(df, INF) < Fraction(1, 2)
@@ -337,13 +338,13 @@ def test_tau50_is_the_smallest_tau_reaching_half(df):
 @SETTINGS
 @given(corpora(max_algorithms=1), st.integers(2, 3))
 def test_replicating_trials_or_instances_changes_nothing(df, k):
-    base = ev.leaderboard(df)
+    base = lbd.leaderboard(df)
     # every trial k times: the instance success rates are unchanged
-    rep = ev.leaderboard(pd.concat([df] * k, ignore_index=True))
+    rep = lbd.leaderboard(pd.concat([df] * k, ignore_index=True))
     pd.testing.assert_frame_equal(base[["tau50", "reaches"]], rep[["tau50", "reaches"]])
     # a study whose instances are all copied keeps its weight
     copy = df.assign(instance=df.instance + "_copy")
-    both = ev.leaderboard(pd.concat([df, copy], ignore_index=True))
+    both = lbd.leaderboard(pd.concat([df, copy], ignore_index=True))
     pd.testing.assert_frame_equal(base[["tau50", "reaches"]], both[["tau50", "reaches"]], check_exact=True)
     assert (both.instances == 2 * base.instances).all()
 
@@ -357,8 +358,8 @@ def test_worse_trials_never_improve_tau50(df, data):
         worse.loc[i, "ratio"] = float(df.loc[i, "ratio"]) * 2 + 1   # a larger error
     else:
         worse.loc[i, "status"] = data.draw(st.sampled_from(ev.FAILURE_STATUSES))
-    a = ev.leaderboard(df).query("slice == 'all'").iloc[0]
-    b = ev.leaderboard(worse).query("slice == 'all'").iloc[0]
+    a = lbd.leaderboard(df).query("slice == 'all'").iloc[0]
+    b = lbd.leaderboard(worse).query("slice == 'all'").iloc[0]
     assert b.tau50 >= a.tau50
     assert b.reaches <= a.reaches
 
@@ -366,7 +367,7 @@ def test_worse_trials_never_improve_tau50(df, data):
 @SETTINGS
 @given(corpora(max_algorithms=4))
 def test_ranking_follows_the_rules(df):
-    lb = ev.leaderboard(df)
+    lb = lbd.leaderboard(df)
     prep = ev.prepare(df)
     for (task, eps, sl), g in lb.groupby(["task", "epsilon", "slice"], sort=False):
         std = g[g.interpretation == "standard"]
@@ -379,7 +380,7 @@ def test_ranking_follows_the_rules(df):
         keys = {}
         for r in std.itertuples():
             p = ev.step_profile(sub[sub.algorithm == r.algorithm], ev._instance_set(sub))
-            keys[r.algorithm] = ev.rank_key(r.tau50, r.reaches, p.reach_tau)
+            keys[r.algorithm] = lbd.rank_key(r.tau50, r.reaches, p.reach_tau)
         for a in std.itertuples():
             for b in std.itertuples():
                 ka, kb = keys[a.algorithm], keys[b.algorithm]
@@ -398,10 +399,10 @@ def test_ranking_follows_the_rules(df):
 @given(st.lists(st.tuples(st.sampled_from([0.5, 1.0, 2.0, INF]), st.sampled_from([0.0, 0.2, 0.4, 0.6]),
                           st.sampled_from([0.3, 1.0, 7.0, INF])), min_size=1, max_size=8))
 def test_competition_ranks(entries):
-    keys = [ev.rank_key(t, r, rt) for t, r, rt in entries]
-    ranks = ev.competition_ranks(keys)
+    keys = [lbd.rank_key(t, r, rt) for t, r, rt in entries]
+    ranks = lbd.competition_ranks(keys)
     perm = list(reversed(range(len(keys))))
-    assert [ranks[i] for i in perm] == ev.competition_ranks([keys[i] for i in perm])
+    assert [ranks[i] for i in perm] == lbd.competition_ranks([keys[i] for i in perm])
     for i, ki in enumerate(keys):
         assert ranks[i] == 1 + sum(kj < ki for kj in keys)
         for j, kj in enumerate(keys):

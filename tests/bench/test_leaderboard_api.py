@@ -29,7 +29,7 @@ import pytest
 from dpstats.algorithms import Release, get, list_algorithms
 from dpstats.algorithms.release import AlgorithmSpec
 from dpstats.algorithms.tuned import API_DEFAULTS, api_name
-from dpstats.bench import evaluation as ev
+from dpstats.bench import leaderboard as lbd
 from dpstats.bench.store import Store, read_trials
 from dpstats.bench.model import Problem
 from dpstats.bench.trial import execute_release
@@ -181,9 +181,9 @@ def test_bench_runs_the_api_entries_and_the_board_recounts_the_fallbacks(run) ->
     est = execute_release(AlgorithmSpec("sce", "fwl_score[api]"), _problem("mroz87_lwage"), 3.0, 1e-6, 0)[2]
     assert json.loads(row["estimate"].iloc[0]) == est.tolist()
 
-    lb = ev.read_leaderboard(run["out"] / "leaderboard.csv")
-    assert list(lb.columns) == list(ev.LEADERBOARD_COLUMNS) + ["corpus"]
-    assert ev.verify_leaderboard(run["out"] / "trials.csv", run["out"] / "leaderboard.csv") == []
+    lb = lbd.read_leaderboard(run["out"] / "leaderboard.csv")
+    assert list(lb.columns) == list(lbd.LEADERBOARD_COLUMNS) + ["corpus"]
+    assert lbd.verify_leaderboard(run["out"] / "trials.csv", run["out"] / "leaderboard.csv") == []
     counts = _recount(run["results"])
     assert (counts["unknown"] == 0).all() and counts.loc[counts.algorithm == "test_coin_fallback",
                                                          "fallbacks"].sum() == zero.sum()
@@ -197,12 +197,12 @@ def test_bench_runs_the_api_entries_and_the_board_recounts_the_fallbacks(run) ->
 
 
 def test_the_leaderboard_page_shows_the_share(run) -> None:
-    lb = ev.read_leaderboard(run["out"] / "leaderboard.csv")
+    lb = lbd.read_leaderboard(run["out"] / "leaderboard.csv")
     text = (run["out"] / "leaderboard-sce-eps1.html").read_text(encoding="utf-8")
     assert "<th>Fallback</th>" in text and 'data-algorithm="fwl_score[api]"' in text
     for r in lb[(lb.task == "sce") & (lb.epsilon == 1.0) & (lb.slice == "all")].itertuples(index=False):
         row = re.search(rf'data-algorithm="{re.escape(r.algorithm)}">(.*?)</tr>', text).group(1)
-        assert re.findall(r'<td class="num">([^<]*)</td>', row)[-1] == ev.format_fallback(r.fallback)  # the last column
+        assert re.findall(r'<td class="num">([^<]*)</td>', row)[-1] == lbd.format_fallback(r.fallback)  # the last column
 
 
 def test_a_results_file_without_the_fallback_column_reports_na(run) -> None:
@@ -216,9 +216,9 @@ def test_a_results_file_without_the_fallback_column_reports_na(run) -> None:
     assert trials["fallback"].isna().all() and len(trials) == len(read_trials(run["results"]))
     out = run["tmp"] / "old_rep"
     _report(old, out)
-    lb = ev.read_leaderboard(out / "leaderboard.csv")
+    lb = lbd.read_leaderboard(out / "leaderboard.csv")
     assert lb["fallback"].isna().all() and lb["tau50"].notna().all()
-    assert ev.verify_leaderboard(out / "trials.csv", out / "leaderboard.csv") == []
+    assert lbd.verify_leaderboard(out / "trials.csv", out / "leaderboard.csv") == []
     assert '<td class="num">NA</td>' in (out / "leaderboard-sce-eps1.html").read_text(encoding="utf-8")
     # writing to it adds the column; the old rows stay unknown, so an entry mixing them is NA too
     with Store(old) as st:
@@ -228,7 +228,7 @@ def test_a_results_file_without_the_fallback_column_reports_na(run) -> None:
     con.close()
     mixed = trials.copy()
     mixed.loc[mixed.index[:3], "fallback"] = False
-    assert ev.leaderboard(mixed)["fallback"].isna().all()
+    assert lbd.leaderboard(mixed)["fallback"].isna().all()
 
 
 def test_the_share_is_study_weighted_and_ignores_failures() -> None:
@@ -240,10 +240,10 @@ def test_the_share_is_study_weighted_and_ignores_failures() -> None:
             for s, i, sts, fbs in spec for st, f in zip(sts, fbs)]
     df = pd.DataFrame(rows)
     # study s1 (1/2): i1 1/4, i2 2/2, weight 1/4 each; study s2 (1/2): i3 0 -> 1/16 + 1/4 = 5/16
-    assert ev.leaderboard(df).query("slice == 'all'")["fallback"].iloc[0] == 5 / 16
+    assert lbd.leaderboard(df).query("slice == 'all'")["fallback"].iloc[0] == 5 / 16
     csv = df.assign(fallback=df["fallback"].map({True: "True", False: "False", None: ""}))
-    assert ev.leaderboard(csv).query("slice == 'all'")["fallback"].iloc[0] == 5 / 16
-    assert math.isnan(ev.leaderboard(df.drop(columns="fallback"))["fallback"].iloc[0])
+    assert lbd.leaderboard(csv).query("slice == 'all'")["fallback"].iloc[0] == 5 / 16
+    assert math.isnan(lbd.leaderboard(df.drop(columns="fallback"))["fallback"].iloc[0])
     with pytest.raises(ValueError, match="fallback"):
-        ev.leaderboard(df.assign(fallback="perhaps"))
-    assert ev.format_fallback(5 / 16) == "32%" and ev.format_fallback(math.nan) == "NA"
+        lbd.leaderboard(df.assign(fallback="perhaps"))
+    assert lbd.format_fallback(5 / 16) == "32%" and lbd.format_fallback(math.nan) == "NA"

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from dpstats.bench import evaluation as ev
+from dpstats.bench import leaderboard as lbd
 from dpstats.bench import report
 from dpstats.bench.report import site as report_site
 from dpstats.cli import main
@@ -114,11 +115,11 @@ def test_csv_files_agree_with_the_trials(site: Path) -> None:
     src = synthetic_trials()
     assert len(trials) == len(src)
     assert (trials.loc[trials.status != "ok", "ratio"] == math.inf).all()
-    lb = ev.read_leaderboard(site / "leaderboard.csv")
-    assert list(lb.columns) == list(ev.LEADERBOARD_COLUMNS) + ["corpus"]
-    assert ev.verify_leaderboard(site / "trials.csv", site / "leaderboard.csv") == []
+    lb = lbd.read_leaderboard(site / "leaderboard.csv")
+    assert list(lb.columns) == list(lbd.LEADERBOARD_COLUMNS) + ["corpus"]
+    assert lbd.verify_leaderboard(site / "trials.csv", site / "leaderboard.csv") == []
     # the leaderboard is the one computed from the original frame
-    fresh = ev.leaderboard(src)
+    fresh = lbd.leaderboard(src)
     np.testing.assert_array_equal(fresh["tau50"].to_numpy(), lb["tau50"].to_numpy())
     assert fresh["rank"].astype("float").fillna(-1).tolist() == lb["rank"].astype("float").fillna(-1).tolist()
     # 'inf' is written for an infinite tau50, and the comparison has an empty rank
@@ -135,7 +136,7 @@ def test_tampered_leaderboard_is_detected(site: Path, tmp_path: Path) -> None:
     cells = text[1].split(",")
     cells[7] = "2" if cells[7] != "2" else "1"   # the rank of the first row
     (tmp_path / "lb.csv").write_text("\n".join([text[0], ",".join(cells)] + text[2:]) + "\n")
-    problems = ev.verify_leaderboard(site / "trials.csv", tmp_path / "lb.csv")
+    problems = lbd.verify_leaderboard(site / "trials.csv", tmp_path / "lb.csv")
     assert len(problems) == 1 and "rank" in problems[0]
 
 
@@ -168,7 +169,7 @@ def test_pages_links_and_images_are_local_and_exist(site: Path) -> None:
 
 
 def test_leaderboard_page_tables(site: Path) -> None:
-    lb = ev.read_leaderboard(site / "leaderboard.csv")
+    lb = lbd.read_leaderboard(site / "leaderboard.csv")
     tags = parse((site / "leaderboard-sce-eps1.html").read_text(encoding="utf-8"))
     for sl in ev.slices_for("sce"):
         expect = lb[(lb.task == "sce") & (lb.slice == sl)]
@@ -178,7 +179,7 @@ def test_leaderboard_page_tables(site: Path) -> None:
     text = (site / "leaderboard-sce-eps1.html").read_text(encoding="utf-8")
     assert 'Other leaderboards: <a href="leaderboard-mean-eps1.html">' in text
     flaky = lb[(lb.task == "sce") & (lb.slice == "all") & (lb.algorithm == "flaky")].iloc[0]
-    shown = ev.format_tau50(flaky.tau50, flaky.reaches)
+    shown = lbd.format_tau50(flaky.tau50, flaky.reaches)
     assert re.fullmatch(r"∞ \(reaches [1-4]?[0-9]%\)", shown)  # fails on most trials: never reaches 50 %
     assert f"<td class=\"num\">{shown}</td>" in text
     assert "4 instances from 3 studies" in text
@@ -188,13 +189,13 @@ def test_leaderboard_page_tables(site: Path) -> None:
 
 
 def test_leaderboard_page_shows_the_tail_shares(site: Path) -> None:
-    lb = ev.read_leaderboard(site / "leaderboard.csv")
+    lb = lbd.read_leaderboard(site / "leaderboard.csv")
     text = (site / "leaderboard-sce-eps1.html").read_text(encoding="utf-8")
     assert "<th>&gt; 10×</th><th>&gt; 100×</th>" in text
     for r in lb[(lb.task == "sce") & (lb.slice == "all")].itertuples(index=False):
         rank = "comparison" if pd.isna(r.rank) else str(int(r.rank))
-        cells = [rank, ev.format_tau50(r.tau50, r.reaches), ev.format_rate(r.reaches), ev.format_tail(r.tail10),
-                 ev.format_tail(r.tail100), ev.format_fallback(r.fallback)]
+        cells = [rank, lbd.format_tau50(r.tau50, r.reaches), lbd.format_rate(r.reaches), lbd.format_tail(r.tail10),
+                 lbd.format_tail(r.tail100), lbd.format_fallback(r.fallback)]
         row = re.search(rf'<tr class="[a-z]+" data-algorithm="{r.algorithm}">(.*?)</tr>', text).group(1)
         assert re.findall(r'<td class="num">([^<]*)</td>', row) == cells
     flaky = lb[(lb.task == "sce") & (lb.slice == "all") & (lb.algorithm == "flaky")].iloc[0]
@@ -238,7 +239,7 @@ def test_profile_plots_draw_the_leaders_and_the_default(tmp_path: Path) -> None:
                                  "status": "ok", "error": None, "baseline": 1.0, "ratio": r, "seconds": 0.0,
                                  "peak_mb": 0.0, "n": 500, "d": 2, "corpus": "c"})
     df = pd.DataFrame(rows)
-    lb = ev.leaderboard(df)
+    lb = lbd.leaderboard(df)
     g = lb[lb.slice == "all"]
     assert report.profile_leaders(g) == ["sta0", "sta1", "sta2", "dat0", "dat1", "dat2"]
     assert report.profile_leaders(g, k=1, default="sta5") == ["sta0", "sta5", "dat0"]
@@ -252,7 +253,7 @@ def test_profile_plots_draw_the_leaders_and_the_default(tmp_path: Path) -> None:
     assert svg.count("sta5  τ@50") == 1 and "sta4  τ@50" not in svg
     s5 = g[g.algorithm == "sta5"].iloc[0]
     # its tail goes beyond τ = 1000: the legend entry is marked, the others are not
-    assert f"<!-- sta5  τ@50 = {ev.format_tau50(s5.tau50, s5.reaches)}  ▸ -->" in svg
+    assert f"<!-- sta5  τ@50 = {lbd.format_tau50(s5.tau50, s5.reaches)}  ▸ -->" in svg
     assert svg.count("  ▸ -->") == 1
     assert "1e+05" not in svg and "100000" not in svg  # the axis is clipped at TAU_MAX
     # profiles.csv keeps every algorithm and every step, the tail included
@@ -278,7 +279,7 @@ def test_report_cli_csv_only_and_bad_input(tmp_path: Path, capsys) -> None:
     both.to_csv(src, index=False)
     assert main(["report", "--results", str(src), "--out", str(tmp_path / "o"), "--no-site"]) == 0
     assert not (tmp_path / "o" / "index.html").exists()
-    lb = ev.read_leaderboard(tmp_path / "o" / "leaderboard.csv")
+    lb = lbd.read_leaderboard(tmp_path / "o" / "leaderboard.csv")
     assert set(lb.corpus) == {"public", "withheld"}
     assert set(lb[lb.corpus == "public"].epsilon) == {1.0, 10.0}
     bad = tmp_path / "bad.csv"
@@ -304,7 +305,7 @@ def test_report_reads_a_results_store(tmp_path: Path) -> None:
     got = report.load_trials(path)
     assert len(got) == len(src) and set(got.corpus) == {"public"}
     # the store records that no release is a fallback (the synthetic frame has no flag: NaN shares)
-    pd.testing.assert_frame_equal(ev.leaderboard(got), ev.leaderboard(src.assign(fallback=False)))
+    pd.testing.assert_frame_equal(lbd.leaderboard(got), lbd.leaderboard(src.assign(fallback=False)))
 
 
 # --------------------------------------------------------------------------
@@ -351,7 +352,7 @@ def test_leaderboard_page_in_chromium(site: Path, tmp_path: Path) -> None:
     loaded = {a["src"]: a.get("data-loaded") for a in imgs}
     assert loaded.pop("img/no-such-image.png") == "no"  # the probe does notice a missing image
     assert len(loaded) == 5 and set(loaded.values()) == {"yes"}, loaded
-    lb = ev.read_leaderboard(site / "leaderboard.csv")
+    lb = lbd.read_leaderboard(site / "leaderboard.csv")
     expect = lb[(lb.task == "sce") & (lb.slice == "all")].algorithm.tolist()
     assert [r["data-algorithm"] for r in dom.rows["lb-public-all"]] == expect
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dpstats.bench import evaluation as ev
+from dpstats.bench.leaderboard import verify_leaderboard
 from dpstats.cli import main
 from dpstats.data.corpus import Corpus
 from dpstats.bench.report import build_release
@@ -62,7 +62,7 @@ def test_release_bundle(mroz_corpus: Path, tmp_path: Path) -> None:
     tr = pd.read_csv(folder / "trials.csv")
     assert set(tr.instance) == {"m_sce", "m_lin", "m_mean"} and len(tr) == 24
     assert "secret" not in (folder / "trials.csv").read_text()
-    assert ev.verify_leaderboard(folder / "trials.csv", folder / "leaderboard.csv") == []
+    assert verify_leaderboard(folder / "trials.csv", folder / "leaderboard.csv") == []
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["trials"]["dropped_not_public"] == 16
     assert manifest["corpus"]["instances"] == 3

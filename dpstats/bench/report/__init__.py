@@ -5,7 +5,7 @@ results file written by ``dpstats bench``, or a ``trials.csv``) and writes
 
 * ``trials.csv``: one row per trial (:data:`dpstats.bench.evaluation.TRIAL_COLUMNS`,
   then any extra columns);
-* ``leaderboard.csv``: :func:`dpstats.bench.evaluation.leaderboard`, one row per
+* ``leaderboard.csv``: :func:`dpstats.bench.leaderboard.leaderboard`, one row per
   task, privacy level, slice and algorithm;
 * ``profiles.csv``: the exact performance profiles behind the plots (the
   step points of :func:`dpstats.bench.evaluation.profile` for every task, privacy

@@ -108,7 +108,7 @@ This bundle is the public part of the dpstats benchmark:
   memory), the error ratio `error / baseline` (`inf` for failures), time and
   memory.
 * `leaderboard.csv`: τ@50 and rank per task, ε and slice, recomputed from
-  `trials.csv` (`dpstats.bench.evaluation.verify_leaderboard` checks it).
+  `trials.csv` (`dpstats.bench.leaderboard.verify_leaderboard` checks it).
 * `profiles.csv`: the exact performance profiles (success rate as a step
   function of τ).
 * `manifest.json`: versions, the source commit, counts and SHA-256 checksums

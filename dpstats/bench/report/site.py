@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from dpstats.bench import evaluation as ev
+from dpstats.bench import leaderboard as lbd
 from dpstats.bench.report.loading import _order_columns, _sort_trials, instance_facts, profiles_table, \
     public_instance_ids
 from dpstats.bench.report.plots import TAU_MAX, plot_coverage, plot_forest, plot_instance_coverage, plot_profiles, \
@@ -194,7 +195,7 @@ def write_report(trials: pd.DataFrame, out: str | os.PathLike[str], *, facts: pd
     files: list[Path] = []
     trials.to_csv(out / "trials.csv", index=False)
     files.append(out / "trials.csv")
-    lb = ev.leaderboard(trials)
+    lb = lbd.leaderboard(trials)
     lb.to_csv(out / "leaderboard.csv", index=False)
     files.append(out / "leaderboard.csv")
     prof = profiles_table(trials)
@@ -243,7 +244,7 @@ def _write_inference_only(trials: pd.DataFrame, iv: pd.DataFrame, cov: pd.DataFr
         files.append(_render(out / "index.html", "index.html", "Overview", 0, "index.html", rows=[],
                              n_trials=0, n_algorithms=0, n_instances=0, n_studies=0,
                              corpora=sorted(iv["corpus"].unique()), coverage=_coverage_links(iv), point=False))
-    return {"leaderboard": pd.DataFrame(columns=list(ev.LEADERBOARD_COLUMNS)), "coverage": cov, "instances": per,
+    return {"leaderboard": pd.DataFrame(columns=list(lbd.LEADERBOARD_COLUMNS)), "coverage": cov, "instances": per,
             "files": files, "explored": sorted(explored)}
 
 
@@ -454,7 +455,7 @@ def _curves(prof: pd.DataFrame, board: pd.DataFrame) -> list[dict[str, Any]]:
     curves = []
     for r in board.itertuples(index=False):
         p = prof[prof["algorithm"] == r.algorithm]
-        label = f"{r.algorithm}  τ@50 = {ev.format_tau50(r.tau50, r.reaches)}"
+        label = f"{r.algorithm}  τ@50 = {lbd.format_tau50(r.tau50, r.reaches)}"
         if r.interpretation != "standard":
             label += f"  [{r.interpretation}]"
         curves.append({"label": label, "taus": p["tau"].to_numpy(), "rates": p["rate"].to_numpy(),
@@ -469,9 +470,9 @@ def _board_rows(g: pd.DataFrame, link: bool, task: str) -> list[dict[str, Any]]:
         rows.append({
             "rank": str(int(r.rank)) if ranked else "comparison", "cls": "ranked" if ranked else "comparison",
             "algorithm": r.algorithm, "href": _algorithm_page(task, r.algorithm) if link else None,
-            "interpretation": r.interpretation, "tau50": ev.format_tau50(r.tau50, r.reaches),
-            "reaches": ev.format_rate(r.reaches), "tail10": ev.format_tail(r.tail10),
-            "tail100": ev.format_tail(r.tail100), "fallback": ev.format_fallback(r.fallback),
+            "interpretation": r.interpretation, "tau50": lbd.format_tau50(r.tau50, r.reaches),
+            "reaches": lbd.format_rate(r.reaches), "tail10": lbd.format_tail(r.tail10),
+            "tail100": lbd.format_tail(r.tail100), "fallback": lbd.format_fallback(r.fallback),
         })
     return rows
 
@@ -523,7 +524,7 @@ def _write_site(trials: pd.DataFrame, lb: pd.DataFrame, prof: pd.DataFrame, fact
     for task, eps in groups:
         best = lb[(lb["task"] == task) & (lb["epsilon"] == eps) & (lb["slice"] == "all") & (lb["rank"] == 1)]
         rows.append({"href": _lb_page(task, eps), "task": TASK_LABELS[task], "eps": _eps(eps),
-                     "best": [{"algorithm": r.algorithm, "tau50": ev.format_tau50(r.tau50, r.reaches),
+                     "best": [{"algorithm": r.algorithm, "tau50": lbd.format_tau50(r.tau50, r.reaches),
                                "corpus": r.corpus} for r in best.itertuples(index=False)]})
     if iv is not None and cov is not None and per is not None:
         files += _write_inference_pages(iv, cov, per, out, explored)
@@ -631,8 +632,8 @@ def _algorithm_page_write(out: Path, task: str, name: str, g: pd.DataFrame, lb: 
     interp = g["interpretation"].iloc[0]
     mine = lb[(lb["algorithm"] == name) & (lb["task"] == task) & lb["corpus"].isin(set(g["corpus"]))]
     positions = [{"corpus": r.corpus, "eps": _eps(r.epsilon), "slice": SLICE_LABELS[r.slice],
-                  "tau50": ev.format_tau50(r.tau50, r.reaches), "rank": "" if pd.isna(r.rank) else str(int(r.rank)),
-                  "tail10": ev.format_tail(r.tail10), "tail100": ev.format_tail(r.tail100),
+                  "tau50": lbd.format_tau50(r.tau50, r.reaches), "rank": "" if pd.isna(r.rank) else str(int(r.rank)),
+                  "tail10": lbd.format_tail(r.tail10), "tail100": lbd.format_tail(r.tail100),
                   "size": f"{r.instances} / {r.studies}"} for r in mine.itertuples(index=False)]
     curves = []
     for corpus in sorted(set(g["corpus"])):
@@ -642,7 +643,7 @@ def _algorithm_page_write(out: Path, task: str, name: str, g: pd.DataFrame, lb: 
                 continue
             inst = ev._instance_set(sub)
             p = ev.step_profile(sub, inst)
-            lbl = f"ε = {_eps(eps)}  τ@50 = {ev.format_tau50(p.tau50, float(p.reach))}"
+            lbl = f"ε = {_eps(eps)}  τ@50 = {lbd.format_tau50(p.tau50, float(p.reach))}"
             curves.append({"label": lbl + (f" ({corpus})" if g["corpus"].nunique() > 1 else ""),
                            "taus": p.taus if len(p.taus) else np.array([math.inf]),
                            "rates": p.rates if len(p.taus) else np.array([0.0])})
