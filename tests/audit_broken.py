@@ -37,7 +37,7 @@ from unittest import mock
 import numpy as np
 
 from dpstats.algorithms.linreg import ssp as linreg_ssp
-from dpstats.algorithms.linreg._utils import ssp_calibration
+from dpstats.algorithms.linreg._ssp import ssp_calibration
 from dpstats.algorithms.mean._utils import clipped_mean, prior_box
 from dpstats.algorithms.base import Decline
 from dpstats.algorithms.linreg.ssp import SSP

@@ -16,7 +16,7 @@ A run
 2. **pays for the bounds that are not public** (``range_share`` of the
    budget, split equally over those columns): a private median cell and a
    private quantile of the deviations from it
-   (:func:`~dpstats.algorithms.linreg._utils.private_center_halfwidth`, two
+   (:func:`~dpstats.algorithms.linreg._private_ranges.private_center_halfwidth`, two
    exponential mechanisms of sensitivity 1), giving ``centre +- halfwidth``
    with the half-width about ``range_sd`` standard deviations for normal
    data; values outside a column's range are clipped to it (row by row);
@@ -54,7 +54,7 @@ import numpy as np
 import pandas as pd
 
 from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, TaskData
-from dpstats.algorithms.linreg._utils import POSITIVE_GRID, private_center_halfwidth, scale_quantile
+from dpstats.algorithms.linreg._private_ranges import POSITIVE_GRID, private_center_halfwidth, scale_quantile
 from dpstats.privacy.accounting import Accountant, ZCDPAccountant, em_epsilon
 from dpstats.synth import SYNTHESIZERS, get_synthesizer
 from dpstats.synth.pipeline import make_discretizer, synthesize_frame

@@ -63,7 +63,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import dpstats.algorithms.linreg._utils as lu
+import dpstats.algorithms.linreg._private_ranges as lu
 import dpstats.algorithms.mean._utils as mu_mod
 import dpstats.algorithms.linreg.tukeyem as lt
 import dpstats.algorithms.mean.bhs_affine as bhs_mod

@@ -19,7 +19,7 @@ import pytest
 
 from dpstats.algorithms import Decline, Release, get, list_algorithms
 from dpstats.algorithms._synth_estimate import LIGHT, PREFIX, plan_variables
-from dpstats.algorithms.linreg._utils import POSITIVE_GRID, private_center_halfwidth, scale_quantile
+from dpstats.algorithms.linreg._private_ranges import POSITIVE_GRID, private_center_halfwidth, scale_quantile
 from dpstats.data.corpus import Corpus
 from dpstats.privacy.accounting import PrivacyLeakWarning, ZCDPAccountant, em_epsilon, zcdp_rho
 from dpstats.synth import SYNTHESIZERS, get_synthesizer

@@ -42,16 +42,9 @@ import numpy as np
 
 from dpstats.privacy.accounting import Accountant, GDPAccountant, ZCDPAccountant, em_epsilon
 from dpstats.algorithms.registry import coefficient_of, register
-from dpstats.algorithms.linreg._utils import (
-    standardised_problem,
-    BASIS_DETAILS,
-    Structure,
-    enforce_structure,
-    gram_pattern,
-    private_norm_bound,
-    scale_quantile,
-    upper_to_sym,
-)
+from dpstats.algorithms.linreg._basis import standardised_problem, BASIS_DETAILS, Structure, enforce_structure
+from dpstats.algorithms.linreg._private_ranges import private_norm_bound, scale_quantile
+from dpstats.algorithms.linreg._ssp import gram_pattern, upper_to_sym
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 
 __all__ = ["AdaSSP", "AdaSSPDataBounds", "AdaSSPStd", "RAW_BOUNDS_DETAILS", "raw_bounds", "adassp_core"]
@@ -142,7 +135,7 @@ def raw_bounds(
     ``|y|``. Each private quantile is one exponential mechanism; together
     they cost ``rho`` (nothing is charged when everything is public).
     ``q=None`` picks the level from ``n`` and the mechanism's epsilon
-    (:func:`~dpstats.algorithms.linreg._utils.scale_quantile`, at most 0.95).
+    (:func:`~dpstats.algorithms.linreg._private_ranges.scale_quantile`, at most 0.95).
 
     Returns
     -------

@@ -32,7 +32,7 @@ import numpy as np
 
 from dpstats.privacy.accounting import ZCDPAccountant
 from dpstats.algorithms.registry import coefficient_of, register
-from dpstats.algorithms.linreg._utils import standardised_problem, BASIS_DETAILS, Structure
+from dpstats.algorithms.linreg._basis import standardised_problem, BASIS_DETAILS, Structure
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.linreg.adassp import RAW_BOUNDS_DETAILS, raw_bounds
 

@@ -28,7 +28,7 @@ Algorithm (replace-one neighbours; zCDP accounting throughout)
 2. *Preconditioner* (``gram_fraction``): one joint Gaussian release of the
    upper triangle of ``Z'Z`` (without structural zeros) and of ``Z'u``, with
    the exact replace-one sensitivity of
-   :func:`~dpstats.algorithms.linreg._utils.ssp_joint_sens2`.
+   :func:`~dpstats.algorithms.linreg._ssp.ssp_joint_sens2`.
    ``P = V max(Lambda, 0) V' + lambda I`` with
    ``lambda = ridge * sigma_xx * sqrt(d)`` (about half the noise's operator
    norm); ``theta_0 = P^{-1} Z'u~``; ``P = L L'``.
@@ -67,19 +67,14 @@ from scipy import linalg
 
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon, em_rho
 from dpstats.algorithms.registry import coefficient_of, register
-from dpstats.algorithms.linreg._utils import (
-    BASIS_DETAILS,
+from dpstats.algorithms.linreg._basis import BASIS_DETAILS, Structure, enforce_structure, private_basis
+from dpstats.algorithms.linreg._private_ranges import (
     SIGNED_GRID,
-    Structure,
-    enforce_structure,
-    gram_pattern,
-    private_basis,
     private_median_midpoint,
     private_norm_bound,
-    release_ssp,
     scale_quantile,
-    ssp_calibration,
 )
+from dpstats.algorithms.linreg._ssp import gram_pattern, release_ssp, ssp_calibration
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 
 __all__ = ["DPNewton", "range_share", "box_width", "basis_failed", "clip_cap"]

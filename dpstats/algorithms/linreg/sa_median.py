@@ -36,15 +36,9 @@ import numpy as np
 
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
 from dpstats.algorithms.registry import coefficient_of, register
-from dpstats.algorithms.linreg._utils import (
-    BASIS_DETAILS,
-    SIGNED_GRID,
-    block_ols,
-    Structure,
-    enforce_structure,
-    private_basis,
-    private_median_midpoint,
-)
+from dpstats.algorithms.linreg._basis import BASIS_DETAILS, Structure, enforce_structure, private_basis
+from dpstats.algorithms.linreg._private_ranges import SIGNED_GRID, private_median_midpoint
+from dpstats.algorithms.linreg._ssp import block_ols
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 
 __all__ = ["SubsampleAggregateMedian", "block_estimates"]

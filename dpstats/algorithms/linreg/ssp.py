@@ -13,7 +13,7 @@ Calibration (replace-one, rows with ``||x||^2 <= B2``, ``sum x_j^4 <= q4``,
 L2 sensitivity at most
 ``(B2^2 + q4 - p^2)/sigma_xx^2 + B_y^2 (2 B2 + 2p)/sigma_xy^2`` with
 ``p = min(B_y^2 sigma_xx^2 / sigma_xy^2, B2)``
-(:func:`~dpstats.algorithms.linreg._utils.ssp_joint_sens2`), which is below
+(:func:`~dpstats.algorithms.linreg._ssp.ssp_joint_sens2`), which is below
 the sum ``2 B2^2 / sigma_xx^2 + 4 B2 B_y^2 / sigma_xy^2`` of the separate
 sensitivities. The release is one Gaussian mechanism, accounted in zCDP.
 
@@ -31,15 +31,8 @@ import numpy as np
 
 from dpstats.privacy.accounting import ZCDPAccountant
 from dpstats.algorithms.registry import coefficient_of, register
-from dpstats.algorithms.linreg._utils import (
-    standardised_problem,
-    BASIS_DETAILS,
-    Structure,
-    gram_pattern,
-    release_ssp,
-    solve_floor,
-    ssp_calibration,
-)
+from dpstats.algorithms.linreg._basis import standardised_problem, BASIS_DETAILS, Structure
+from dpstats.algorithms.linreg._ssp import gram_pattern, release_ssp, solve_floor, ssp_calibration
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.linreg.adassp import RAW_BOUNDS_DETAILS, raw_bounds
 

@@ -13,19 +13,14 @@ import math
 import numpy as np
 import pytest
 
-from dpstats.algorithms.linreg._utils import (
+from dpstats.algorithms.linreg._basis import Basis, Structure, enforce_structure
+from dpstats.algorithms.linreg._private_ranges import (
     POSITIVE_GRID,
     SIGNED_GRID,
-    Basis,
-    Structure,
     _cell_deviation,
-    enforce_structure,
-    gram_pattern,
     private_nonzero_quantile,
-    ssp_calibration,
-    ssp_joint_sens2,
-    upper_to_sym,
 )
+from dpstats.algorithms.linreg._ssp import gram_pattern, ssp_calibration, ssp_joint_sens2, upper_to_sym
 from dpstats.algorithms.linreg.tukeyem import distance_lower_bound, log_depth_volumes
 from dpstats.privacy.accounting import ZCDPAccountant, zcdp_rho
 
@@ -374,7 +369,7 @@ def test_dpgd_step_sensitivity_two_c():
 
 def test_grid_em_is_charged_at_its_bounded_range_cost():
     """A linreg grid mechanism is drawn and charged in one call: eps^2/8 (bounded range), a quarter of eps^2/2."""
-    from dpstats.algorithms.linreg._utils import BR_NOTE, private_norm_bound
+    from dpstats.algorithms.linreg._private_ranges import BR_NOTE, private_norm_bound
     from dpstats.privacy.accounting import em_epsilon
 
     acc = ZCDPAccountant(1.0, 1e-6)
@@ -450,7 +445,7 @@ def test_tukeyem_details_and_reason_carry_no_distance_or_depth():
                                   "dpnewton"])
 def test_exponential_mechanisms_run_at_the_charged_epsilon(name, monkeypatch):
     """Every grid exponential mechanism draws with the epsilon whose eps^2/8 the ledger records."""
-    import dpstats.algorithms.linreg._utils as lu
+    import dpstats.algorithms.linreg._private_ranges as lu
     import dpstats.privacy.accounting as acc_mod
     import dpstats.privacy.mechanisms as mech
     from dpstats.algorithms import TaskData, get
@@ -556,7 +551,7 @@ def test_newton_step_sensitivity_two_c():
 
 def test_release_ssp_gram_only_draws_and_charges_its_joint_cost():
     """``release_ssp`` without ``u`` (X'X alone): noise N(0, sigma_xx^2) with sigma_xx^2 = (B2^2 + q4) / (2 rho), charged rho."""
-    from dpstats.algorithms.linreg._utils import release_ssp
+    from dpstats.algorithms.linreg._ssp import release_ssp
 
     rng = np.random.default_rng(12)
     Z = rng.uniform(-1, 1, (40, 3)) / math.sqrt(3)  # ||z||^2 <= 1 = B2, sum z^4 <= 1 = q4

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from dpstats.algorithms import get
-from dpstats.algorithms.linreg._utils import Structure, enforce_structure, private_basis
+from dpstats.algorithms.linreg._basis import Structure, enforce_structure, private_basis
 from dpstats.algorithms.linreg.dpnewton import DPNewton, clip_cap
 from dpstats.bench.metrics import ratio
 from dpstats.data.corpus import Corpus
