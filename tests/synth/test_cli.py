@@ -218,3 +218,16 @@ def test_param_errors_name_the_valid_ones(tmp_path, small, capsys, param, words)
         code, io = _run(["synth", *argv, "--data", str(data), "--schema", str(schema), "--param", param], capsys)
         assert code == 2 and words in io.err and len(io.err.strip().splitlines()) == 1, io.err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv", "s.toml"]
+
+
+def test_synth_trials_get_their_own_wall_clock(tmp_path, small):
+    """Not the estimation benchmark's 60 s: the paper ran each synthesizer to completion."""
+    from dpstats.bench.sandbox import DEFAULT_TIME_LIMIT
+    from dpstats.bench.synth.benchmark import SYNTH_TIME_LIMIT
+    from dpstats.cli import build_parser
+    from dpstats.cli.synth import _limits
+
+    data, schema = small
+    base = ["synth", "bench", "--data", str(data), "--schema", str(schema), "--out", str(tmp_path / "o")]
+    assert _limits(build_parser().parse_args(base))["time_limit"] == SYNTH_TIME_LIMIT > DEFAULT_TIME_LIMIT
+    assert _limits(build_parser().parse_args(base + ["--time-limit", "5"]))["time_limit"] == 5.0
