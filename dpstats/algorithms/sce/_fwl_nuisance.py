@@ -116,6 +116,14 @@ def absorbed_block(facts, controls: list[int], min_levels: int, sole_levels: int
     return best if len(best) + 1 >= bar else []
 
 
+def _finite_bounds(bounds: dict, name: str) -> tuple[float, float] | None:
+    """A column's public bounds ``(lo, hi)`` when both are finite, else None (public facts only)."""
+    b = bounds.get(name)
+    if b is None or not (np.isfinite(b[0]) and np.isfinite(b[1])):
+        return None
+    return b[0], b[1]
+
+
 def _nuisance(G: np.ndarray, ia: list[int], gx: int, gy: int,
               floor_ev: float) -> tuple[np.ndarray, np.ndarray, int, float]:
     """Projections of x and y on the columns ``ia`` from a (noisy) Gram matrix, eigenvalues floored.
@@ -299,8 +307,8 @@ def partial_out(
     ranged = np.zeros(p, dtype=bool)
     if use_bounds:
         for c in np.flatnonzero(~public):
-            b = bounds.get(names[c])
-            if b is not None and np.isfinite(b[0]) and np.isfinite(b[1]) and b[1] > b[0]:
+            b = _finite_bounds(bounds, names[c])
+            if b is not None and b[1] > b[0]:
                 ranged[c] = True
                 loc[c] = 0.5 * (b[0] + b[1]) if icpt is not None else 0.0
                 scale[c] = 0.5 * (b[1] - b[0]) if icpt is not None else max(abs(b[0]), abs(b[1]))
@@ -344,8 +352,8 @@ def partial_out(
     # largest |standardised value| each column can take under its public bounds (inf without)
     half = np.full(p, np.inf)
     for c in range(p):
-        bnd = bounds.get(names[c])
-        if bnd is not None and np.isfinite(bnd[0]) and np.isfinite(bnd[1]):
+        bnd = _finite_bounds(bounds, names[c])
+        if bnd is not None:
             half[c] = max(abs(bnd[0] - loc[c]), abs(bnd[1] - loc[c])) / scale[c]
     B_u = float(half[ix_c] + abs(g_c) + np.sum(np.abs(g_z) * half[:ix_c]))
     B_w = float(half[iy_c] + abs(d_c) + np.sum(np.abs(d_z) * half[:ix_c]))
@@ -425,8 +433,8 @@ def _partial_out_within(
     # largest |pair difference| of each standardised column under its public bounds (inf without)
     full = np.full(p, np.inf)
     for c in range(p):
-        bnd = bounds.get(names[c])
-        if bnd is not None and np.isfinite(bnd[0]) and np.isfinite(bnd[1]):
+        bnd = _finite_bounds(bounds, names[c])
+        if bnd is not None:
             full[c] = (bnd[1] - bnd[0]) / scale[c]
     B_u = float(full[ix_c] + np.sum(np.abs(gam) * full[:ix_c]))
     B_w = float(full[iy_c] + np.sum(np.abs(dlt) * full[:ix_c]))
@@ -452,8 +460,8 @@ def bounded_range_scales(names: list[str], free, scale: np.ndarray, bounds: dict
     """
     out = 0.0
     for c in free:
-        b = bounds.get(names[c])
-        if b is not None and np.isfinite(b[0]) and np.isfinite(b[1]) and b[1] > b[0]:
+        b = _finite_bounds(bounds, names[c])
+        if b is not None and b[1] > b[0]:
             out = max(out, float((b[1] - b[0]) / scale[c]))
     return out
 
