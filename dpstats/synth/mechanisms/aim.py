@@ -77,6 +77,8 @@ class AIM(Synthesizer):
                                 "far from converged at 1000 iterations (relative decrease 2e-3 to 1.5e-2 per "
                                 "block, docs/synth/aim.md, Performance)"),
         "label": Param(None, "label column: workload of Tao et al. (2021), 2- and 3-way marginals with the label"),
+        "rounding": Param(True, "reference code (private-pgm's synthetic_data, method='round'): the counts of each "
+                                "column's values within each parent configuration are rounded, not drawn row by row"),
     }
     accountant = ZCDPAccountant
 
@@ -143,7 +145,7 @@ class AIM(Synthesizer):
                 break
             if np.abs(marg.counts(q) - before).sum() <= math.sqrt(2.0 / math.pi) * sigma * dom.size(q):
                 sigma, eps, anneals = sigma / 2.0, eps * 2.0, anneals + 1
-        out = _pgm.sample(model, dom, n_rows, rng, marginals=marg)
+        out = _pgm.sample(model, dom, n_rows, rng, marginals=marg, rounding=bool(self.params["rounding"]))
         self.details = {"workload": workload, "selected": selected, "rounds_run": len(selected),
                         "anneals": anneals, "fit_iterations": fit_iters}
         return data.with_codes(out)

@@ -80,6 +80,8 @@ class MST(Synthesizer):
         "compress": Param(True, "McKenna et al. (2021), Sec. 4.1: merge 1-way cells with noisy count < 3 sigma "
                                 "(reference code mst.py)"),
         "iters": Param(10000, "reference code (private-pgm mechanisms/mst.py): mirror_descent(..., iters=10000)"),
+        "rounding": Param(True, "reference code (private-pgm's synthetic_data, method='round'): the counts of each "
+                                "column's values within each parent configuration are rounded, not drawn row by row"),
     }
     accountant = ZCDPAccountant
 
@@ -142,7 +144,7 @@ class MST(Synthesizer):
                     sigma=sigma2, rng=rng, note="2-way tree marginal, replace-one L2 sensitivity sqrt(2)"))
                 log2.append((e, y, sigma2))
         model = _pgm.estimate(cdom, log1 + log2, data.n, self.params["iters"])
-        csyn = _pgm.sample(model, cdom, n_rows, rng)
+        csyn = _pgm.sample(model, cdom, n_rows, rng, rounding=bool(self.params["rounding"]))
         out = np.column_stack([uncompress(csyn[:, j], maps[n], rng) for j, n in enumerate(names)]) \
             if n_rows else np.zeros((0, d), dtype=np.int64)
         self.details = {"sigma_1way": sigma1, "tree": edges, "compressed_shape": cdom.shape}

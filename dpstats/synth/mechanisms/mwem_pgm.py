@@ -54,6 +54,8 @@ class MWEMPGM(Synthesizer):
                              "1000 iterations per round, warm-started"),
         "final_iters": Param(1000, "reference code: the last round's fit is the same 1000-iteration call"),
         "label": Param(None, "label column: workload of Tao et al. (2021), 2- and 3-way marginals with the label"),
+        "rounding": Param(True, "reference code (private-pgm's synthetic_data, method='round'): the counts of each "
+                                "column's values within each parent configuration are rounded, not drawn row by row"),
     }
     accountant = ZCDPAccountant
 
@@ -102,6 +104,6 @@ class MWEMPGM(Synthesizer):
             model = _pgm.estimate(dom, measurements, n, iters, warm_start=model)
             marg = _pgm.ModelMarginals(model)
         assert model is not None and marg is not None      # rounds >= 1
-        out = _pgm.sample(model, dom, n_rows, rng, marginals=marg)
+        out = _pgm.sample(model, dom, n_rows, rng, marginals=marg, rounding=bool(self.params["rounding"]))
         self.details = {"workload": workload, "selected": chosen, "sigma": sigma, "epsilon_select": eps_t}
         return data.with_codes(out)
