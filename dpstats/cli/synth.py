@@ -29,15 +29,22 @@ from typing import Any
 from dpstats.errors import CorpusError
 
 DEFAULT_TRIALS = 3
+DISCRETIZERS = ("privtree", "equal_width")
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def _common(p: argparse.ArgumentParser, *, several: bool = False) -> None:
     p.add_argument("--schema", metavar="FILE", help="public schema (TOML or JSON) of --data; without one the "
                    "domain is read from the data (not DP, PrivacyLeakWarning)")
     p.add_argument("--label", metavar="COL", help="label column of --data (overrides the schema's)")
     p.add_argument("--delta", type=float, metavar="D", help="delta (default: 1e-9)")
-    p.add_argument("--discretizer", choices=("privtree", "equal_width"), default="privtree",
-                   help="discretiser of numeric columns (default: privtree, 10%% of the budget)")
+    if several:
+        p.add_argument("--discretizer", nargs="+", choices=DISCRETIZERS, default=None, metavar="D",
+                       help="discretiser(s) of numeric columns, privtree (10%% of the budget) or equal_width; "
+                            "with both, every trial runs under each and discretizers.csv compares them "
+                            "(default: privtree)")
+    else:
+        p.add_argument("--discretizer", choices=DISCRETIZERS, default="privtree",
+                       help="discretiser of numeric columns (default: privtree, 10%% of the budget)")
     p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS", help="per-trial wall clock (default: 900; the paper ran each synthesizer to completion)")
     p.add_argument("--memory-limit", type=float, default=None, metavar="MB", help="per-trial memory (default: 4096)")
     p.add_argument("--param", action="append", default=[], metavar="MECHANISM.NAME=VALUE",
@@ -51,7 +58,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
                        description=__doc__.split("\n\n")[0])
     ss = p.add_subparsers(dest="synth_command", required=True)
     b = ss.add_parser("bench", help="benchmark synthesizers with the paper's metrics",
-                      description="Write results.csv (metric values per dataset, mechanism, epsilon, trial), "
+                      description="Write results.csv (metric values per dataset, mechanism, epsilon, trial "
+                                  "and discretiser, and the original data's as mechanism 'original'), "
                                   "summary.csv (optimal rate and average rank per mechanism) and figures/*.png.")
     src = b.add_mutually_exclusive_group()
     src.add_argument("--dataset", nargs="+", action="extend", metavar="NAME",
@@ -67,7 +75,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     b.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: when stderr is a terminal)")
     b.add_argument("--out", required=True, metavar="DIR", help="output folder (must not exist or be empty)")
-    _common(b)
+    _common(b, several=True)
     b.set_defaults(func=_bench)
     r = ss.add_parser("run", help="synthesize one data set")
     r.add_argument("mechanism", metavar="MECHANISM")
@@ -153,9 +161,12 @@ def _check_out_dir(out: Path) -> None:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from dpstats.bench.synth.benchmark import DEFAULT_DELTA, DEFAULT_EPSILONS, run_benchmark, summarize
+    from dpstats.bench.synth.compare import discretizer_comparison, original_rows, ranked_results
+    from dpstats.bench.synth.figures import correlation_heatmaps, discretizer_bars, marginal_bars, metric_curves
     from dpstats.synth.datasets import DATASETS, load_dataset
-    from dpstats.bench.synth.figures import correlation_heatmaps, marginal_bars
     from dpstats.privacy.accounting import validate_budget
 
     out = Path(args.out)
@@ -189,7 +200,8 @@ def _bench(args: argparse.Namespace) -> int:
     if args.sample:
         datasets = [(n, d.sample(min(args.sample, len(d)), random_state=0).reset_index(drop=True), s)
                     for n, d, s in datasets]
-    total = len(datasets) * len(mechs) * len(epsilons) * args.trials
+    discretizers = list(dict.fromkeys(args.discretizer or ["privtree"]))
+    total = len(datasets) * len(mechs) * len(epsilons) * args.trials * len(discretizers)
     show = sys.stderr.isatty() if args.progress is None else args.progress
     bar: Any = None
     if show:
@@ -198,17 +210,27 @@ def _bench(args: argparse.Namespace) -> int:
         bar = tqdm(total=total, desc="synth bench", unit="trial", file=sys.stderr)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        res, frames = run_benchmark(datasets, mechs, epsilons, args.trials, delta=delta,
-                                    discretizer=args.discretizer, keep_frames=True, workers=args.workers,
-                                    params=params,
-                                    progress=(lambda _o: bar.update(1)) if bar is not None else None, **limits)
+        parts, frames = [], {}
+        for disc in discretizers:
+            part, fr = run_benchmark(datasets, mechs, epsilons, args.trials, delta=delta, discretizer=disc,
+                                     keep_frames=disc == discretizers[0], workers=args.workers, params=params,
+                                     progress=(lambda _o: bar.update(1)) if bar is not None else None, **limits)
+            parts.append(part.assign(discretizer=disc))
+            frames = frames or fr
         if bar is not None:
             bar.close()
+        res = pd.concat([*parts, original_rows(datasets).assign(discretizer="")], ignore_index=True)
         res.to_csv(tmp / "results.csv", index=False)
-        summary = summarize(res)
+        summary = summarize(ranked_results(res))
         summary.to_csv(tmp / "summary.csv", index=False)
         (tmp / "figures").mkdir()
+        if len(discretizers) > 1:
+            comparison = discretizer_comparison(res, *discretizers[:2])
+            comparison.to_csv(tmp / "discretizers.csv", index=False)
+            for name, _, _ in datasets:
+                discretizer_bars(comparison, name, tmp / "figures" / f"discretizers_{name}.png")
         for name, df, schema in datasets:
+            metric_curves(ranked_results(res, original=True), name, tmp / "figures" / f"metrics_{name}.png")
             for eps in epsilons:
                 syn = {m: frames[(name, m, float(eps))] for m in mechs if (name, m, float(eps)) in frames}
                 if not syn:
@@ -223,9 +245,10 @@ def _bench(args: argparse.Namespace) -> int:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    failed = res[res["status"] != "ok"][["dataset", "mechanism", "epsilon", "trial"]].drop_duplicates()
+    failed = res[res["status"] != "ok"][["dataset", "mechanism", "epsilon", "trial", "discretizer"]].drop_duplicates()
     print(summary.to_string(index=False))
-    print(f"wrote {out}/results.csv, summary.csv, figures/ ({total} trials, {len(failed)} failed)")
+    extra = ", discretizers.csv" if len(discretizers) > 1 else ""
+    print(f"wrote {out}/results.csv, summary.csv{extra}, figures/ ({total} trials, {len(failed)} failed)")
     return 0
 
 

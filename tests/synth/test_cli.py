@@ -31,14 +31,41 @@ def test_bench_on_a_file_never_seen(tmp_path, small, capsys):
     code, io = _run(["synth", "bench", "--data", str(data), "--schema", str(schema), "--mechanism", "independent", "--epsilon", "1", "10",
                      "--trials", "2", "--out", str(out), "--no-progress"], capsys)
     assert code == 0, io.err
-    res = pd.read_csv(out / "results.csv")
-    assert set(res["metric"]) == {"ind", "pair", "coracc", "f1"}
-    assert len(res) == 2 * 2 * 4 and (res["status"] == "ok").all()
+    res = pd.read_csv(out / "results.csv", keep_default_na=False, na_values=[""])
+    runs, orig = res[res["mechanism"] == "independent"], res[res["mechanism"] == "original"]
+    assert set(runs["metric"]) == {"ind", "pair", "coracc", "f1"}
+    assert len(runs) == 2 * 2 * 4 and (res["status"] == "ok").all() and set(runs["discretizer"]) == {"privtree"}
+    # the original data's row: scored as a table that is the data itself, and its held-out F1
+    assert set(orig["metric"]) == {"ind", "pair", "coracc", "f1", "f1_heldout"} and orig["epsilon"].isna().all()
+    assert (orig.set_index("metric").loc[["ind", "pair", "coracc"], "value"] == 1.0).all()
     summ = pd.read_csv(out / "summary.csv")
-    assert set(summ["group"]) == {"Ind", "Pair", "Corr", "F1", "GT"}
+    assert set(summ["group"]) == {"Ind", "Pair", "Corr", "F1", "GT"} and set(summ["mechanism"]) == {"independent"}
     assert sorted(p.name for p in (out / "figures").iterdir()) == [
-        "correlation_d_eps1.png", "correlation_d_eps10.png", "marginals_d_eps1.png", "marginals_d_eps10.png"]
+        "correlation_d_eps1.png", "correlation_d_eps10.png", "marginals_d_eps1.png", "marginals_d_eps10.png",
+        "metrics_d.png"]
+    assert not (out / "discretizers.csv").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []   # no temp folder left
+
+
+def test_bench_compares_the_discretizers(tmp_path, small, capsys):
+    data, schema = small
+    out = tmp_path / "out"
+    code, io = _run(["synth", "bench", "--data", str(data), "--schema", str(schema), "--mechanism", "independent",
+                     "--epsilon", "1", "--trials", "2", "--discretizer", "privtree", "equal_width", "--out", str(out),
+                     "--no-progress"], capsys)
+    assert code == 0, io.err
+    res = pd.read_csv(out / "results.csv", keep_default_na=False, na_values=[""])
+    runs = res[res["mechanism"] == "independent"]
+    assert runs.groupby("discretizer").size().to_dict() == {"equal_width": 2 * 4, "privtree": 2 * 4}
+    comp = pd.read_csv(out / "discretizers.csv")
+    assert len(comp) == 4 and (comp[["trials_privtree", "trials_equal_width"]] == 2).all().all()
+    means = runs.groupby(["metric", "discretizer"])["value"].mean().unstack()
+    got = comp.set_index("metric")["difference"]
+    assert (abs(got - (means["privtree"] - means["equal_width"]).reindex(got.index)) < 1e-12).all()
+    # the ranking is the paper's discretiser's alone: one mechanism, four metric combinations
+    summ = pd.read_csv(out / "summary.csv").set_index(["group", "mechanism"])
+    assert summ.loc[("GT", "independent"), "combinations"] == 4
+    assert {"discretizers_d.png", "metrics_d.png"} <= {p.name for p in (out / "figures").iterdir()}
 
 
 @pytest.mark.parametrize("extra,words", [
@@ -152,8 +179,9 @@ def test_data_file_never_seen_anes96(tmp_path, capsys):
     assert code == 0, io.err
     res = pd.read_csv(out / "results.csv")
     assert set(res["dataset"]) == {"anes96"} and (res["status"] == "ok").all()
-    assert set(res["metric"]) == {"ind", "pair", "coracc", "f1"} and res["value"].between(0, 1).all()
-    assert set(res["mechanism"]) == {"independent", "privbayes"}
+    runs = res[res["mechanism"] != "original"]
+    assert set(runs["metric"]) == {"ind", "pair", "coracc", "f1"} and res["value"].between(0, 1).all()
+    assert set(runs["mechanism"]) == {"independent", "privbayes"}
     syn_out = tmp_path / "syn.csv"
     code, io = _run(["synth", "run", "privbayes", "--data", str(data), "--schema", str(schema), "--epsilon", "1",
                      "--out", str(syn_out)], capsys)

@@ -1,4 +1,13 @@
-"""The paper's figures as PNG: 1-way marginal stacked bars (Fig. 3) and Cramér's V heatmaps (Fig. 4)."""
+"""The paper's figures as PNG.
+
+* :func:`metric_curves`: each metric against epsilon, a line per mechanism
+  and the original data's value as a dashed ceiling, one figure per data set
+  (the paper's Figs. 1 and 2 show these values per data set and epsilon);
+* :func:`discretizer_bars`: PrivTree minus equal width per mechanism and
+  metric, a panel per epsilon (the paper's comparison of discretisers);
+* :func:`marginal_bars`: 1-way marginal stacked bars (Fig. 3);
+* :func:`correlation_heatmaps`: Cramér's V heatmaps (Fig. 4).
+"""
 
 from __future__ import annotations
 
@@ -8,10 +17,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from dpstats.bench.synth.metrics import MetricBins, cramers_v_matrix, metric_bins
+from dpstats.bench.synth.compare import HELDOUT_F1, ORIGINAL
+from dpstats.bench.synth.metrics import METRICS, MetricBins, cramers_v_matrix, metric_bins
 from dpstats.synth.schema import Schema
 
-__all__ = ["marginal_bars", "correlation_heatmaps"]
+__all__ = ["metric_curves", "discretizer_bars", "marginal_bars", "correlation_heatmaps"]
 
 
 def _plt() -> Any:
@@ -75,6 +85,87 @@ def correlation_heatmaps(real: pd.DataFrame, synthetic: Mapping[str, pd.DataFram
     if im is not None:
         fig.colorbar(im, ax=flat, shrink=0.8, label="Cramér's V (bias-corrected)")
     fig.suptitle(title or "pairwise correlation", fontsize=9)
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def metric_curves(results: pd.DataFrame, dataset: str, path: str | Path, *, title: str = "") -> Path:
+    """Each metric of ``dataset`` against epsilon: mean over successful trials (markers) and range (bars).
+
+    A mechanism without a successful trial at an epsilon has no point there.
+    The original data's value (mechanism :data:`~dpstats.bench.synth.compare.ORIGINAL`,
+    when the results hold it) is a dashed line: the ceiling of each metric;
+    on the F1 panel a dotted line is its held-out F1.
+    """
+    plt = _plt()
+    d = results[(results["dataset"] == dataset) & (results["status"] == "ok") & (results["metric"] != "")]
+    metrics = [m for m in METRICS if m in set(d["metric"])]
+    if not metrics:
+        raise ValueError(f"no successful trial of data set {dataset!r} in the results")
+    orig = d[d["mechanism"] == ORIGINAL].groupby("metric")["value"].mean()
+    runs = d[d["mechanism"] != ORIGINAL]
+    mechs = sorted(runs["mechanism"].unique())
+    cmap = plt.get_cmap("tab10" if len(mechs) <= 10 else "tab20")
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.3 * len(metrics) + 1.6, 3.4), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        for i, mech in enumerate(mechs):
+            g = runs[(runs["mechanism"] == mech) & (runs["metric"] == metric)].groupby("epsilon")["value"]
+            if not len(g):
+                continue
+            st = g.agg(["mean", "min", "max"]).sort_index()
+            x = st.index.to_numpy(dtype=float)
+            ax.errorbar(x, st["mean"], yerr=[st["mean"] - st["min"], st["max"] - st["mean"]], color=cmap(i),
+                        marker="o", ms=3, lw=1, capsize=2, label=mech)
+        if metric in orig:
+            ax.axhline(float(orig[metric]), color="black", ls="--", lw=1, label=ORIGINAL)
+        if metric == "f1" and HELDOUT_F1 in orig:
+            ax.axhline(float(orig[HELDOUT_F1]), color="black", ls=":", lw=1, label=f"{ORIGINAL} (held out)")
+        ax.set_xscale("log")
+        ax.set_xlabel("ε")
+        ax.set_title(f"{metric} ({METRICS[metric]})", fontsize=9)
+    legend: dict[str, Any] = {}
+    for ax in axes[0]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(lab, h)
+    fig.legend(list(legend.values()), list(legend), loc="center right", fontsize=7, frameon=False)
+    fig.suptitle(title or f"{dataset}: metrics against ε", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 0.86, 1))
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def discretizer_bars(comparison: pd.DataFrame, dataset: str, path: str | Path, *, title: str = "") -> Path:
+    """PrivTree minus equal width (:func:`~dpstats.bench.synth.compare.discretizer_comparison`) for ``dataset``.
+
+    A panel per epsilon, a group of bars per mechanism, a bar per metric;
+    above 0 PrivTree did better.
+    """
+    plt = _plt()
+    d = comparison[comparison["dataset"] == dataset]
+    if d.empty:
+        raise ValueError(f"no comparison for data set {dataset!r}")
+    epsilons = sorted(d["epsilon"].unique())
+    mechs = sorted(d["mechanism"].unique())
+    metrics = [m for m in METRICS if m in set(d["metric"])]
+    width = 0.8 / max(len(metrics), 1)
+    fig, axes = plt.subplots(1, len(epsilons), figsize=(0.55 * len(mechs) * len(epsilons) + 2.5, 3.4),
+                             squeeze=False, sharey=True)
+    for ax, eps in zip(axes[0], epsilons):
+        for k, metric in enumerate(metrics):
+            v = d[(d["epsilon"] == eps) & (d["metric"] == metric)].set_index("mechanism")["difference"]
+            ax.bar(np.arange(len(mechs)) + (k - (len(metrics) - 1) / 2) * width, v.reindex(mechs).to_numpy(),
+                   width=width, label=metric)
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set_xticks(range(len(mechs)), mechs, rotation=60, fontsize=7)
+        ax.set_title(f"ε = {eps:g}", fontsize=9)
+    axes[0][0].set_ylabel("PrivTree − equal width")
+    axes[0][-1].legend(fontsize=7, frameon=False)
+    fig.suptitle(title or f"{dataset}: PrivTree against equal width", fontsize=9)
+    fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=110)
     plt.close(fig)
