@@ -194,6 +194,22 @@ class Algorithm(Configurable, ABC):
     cluster_intervals : bool
         Whether the method can give a cluster-robust interval when
         ``facts.cluster`` names the sampling clusters (the API's ``cluster=``).
+    interval_covers : str
+        What the interval covers, in words that complete "the interval
+        covers ...": the kind of sampling error, the privacy noise, any bias
+        allowance, and what it leaves out (read by the API's summaries and
+        messages); empty: the API says "sampling error and privacy noise".
+    interval_covers_within : str
+        The same words for a release whose ``details["sampling_error"]``
+        starts with ``"classical"`` (a classical within variance, with an
+        absorbed fixed effect); empty: the method never reports one.
+    interval_covers_cluster : str
+        The same words for a release whose ``details["sampling_error"]``
+        starts with ``"cluster-robust"``; empty: the method never reports one.
+    interval_robust : bool
+        Whether the interval's sampling error is heteroskedasticity-robust
+        (a sandwich, or the spread of independent blocks or bootstraps),
+        except in a release that reports a classical within variance.
     opt_in : bool
         Not listed by :func:`~dpstats.algorithms.list_algorithms` unless asked
         for (slow or heavy methods); run by name.
@@ -206,6 +222,11 @@ class Algorithm(Configurable, ABC):
         The values ``dpstats tune`` tries for each hyperparameter (their
         Cartesian product); empty: its scaling rule
         (:func:`dpstats.bench.tuning.grid_for`).
+
+    A wrapper (``wraps`` set in its class body) that does not declare
+    ``interval_covers``, ``interval_covers_within``,
+    ``interval_covers_cluster`` or ``interval_robust`` takes them from the
+    algorithm it wraps: its interval is a coordinate of that one's.
     """
 
     name: ClassVar[str] = ""
@@ -219,9 +240,25 @@ class Algorithm(Configurable, ABC):
     intervals: ClassVar[bool] = False
     interval_params: ClassVar[Mapping[str, Any]] = {}
     cluster_intervals: ClassVar[bool] = False
+    interval_covers: ClassVar[str] = ""
+    interval_covers_within: ClassVar[str] = ""
+    interval_covers_cluster: ClassVar[str] = ""
+    interval_robust: ClassVar[bool] = False
     opt_in: ClassVar[bool] = False
     wraps: ClassVar[type[Algorithm] | None] = None
     grid: ClassVar[Mapping[str, Sequence[Any]]] = {}
+
+    #: the attributes a wrapper takes from the algorithm it wraps unless it declares them
+    _WRAPPER_TAKES: ClassVar[tuple[str, ...]] = (
+        "interval_covers", "interval_covers_within", "interval_covers_cluster", "interval_robust")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        inner = cls.__dict__.get("wraps")
+        if inner is not None:
+            for attr in Algorithm._WRAPPER_TAKES:
+                if attr not in cls.__dict__:
+                    setattr(cls, attr, getattr(inner, attr))
 
     @classmethod
     def metadata(cls) -> dict[str, Any]:

@@ -280,6 +280,30 @@ def test_no_details_key_is_an_interval_field():
         assert not {"std_error", "df", "bias_bound"} & set(cls.public_details), _id(cls)
 
 
+def test_every_interval_says_what_it_covers():
+    """A method with intervals declares ``interval_covers``; a wrapper says what the algorithm it wraps says."""
+    from dpstats.algorithms.base import Algorithm
+
+    words = Algorithm._WRAPPER_TAKES
+    for cls in ALGORITHMS:
+        assert isinstance(cls.interval_covers, str) and isinstance(cls.interval_robust, bool), _id(cls)
+        if cls.intervals:
+            assert cls.interval_covers, _id(cls)
+        if cls.wraps is not None:
+            assert all(getattr(cls, a) == getattr(cls.wraps, a) for a in words), _id(cls)
+    assert get("sce", "dpnewton").interval_covers == get("linreg", "dpnewton").interval_covers != ""
+
+    class Inner(Algorithm):
+        interval_covers, interval_robust = "the inner words", True
+
+    class Outer(Algorithm):
+        wraps = Inner
+        interval_covers_within = "its own words"
+
+    assert (Outer.interval_covers, Outer.interval_robust, Outer.interval_covers_within) == (
+        "the inner words", True, "its own words")
+
+
 def test_no_import_cycle_in_the_algorithms_package():
     """No module of ``dpstats.algorithms`` imports one that imports it back (imports inside functions too).
 

@@ -455,5 +455,10 @@ class DPNewton(Algorithm):
                             fallback="intercept-only model at a private median of y (the point guard: "
                                      + ", ".join(guard) + ")")
 
+    # what the interval covers, in the API's words (also the words of its coefficient_of wrapper)
+    interval_covers = ("sampling error of independent rows (heteroskedasticity-robust sandwich of the clipped "
+                       "Newton score) and the privacy noise; not clustered sampling error, nor clipping bias")
+    interval_robust = True
+
 
 coefficient_of(DPNewton)

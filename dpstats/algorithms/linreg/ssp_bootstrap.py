@@ -204,6 +204,11 @@ class SSPBootstrap(Algorithm):
         return self.release(theta, acc, std_error=se, df=float(max(n - d, 1)), bias_bound=bias, **det,
                             sigma_xx=cal.sigma_xx, sigma_xy=cal.sigma_xy, sigma_yy=s_yy, residual_variance=s2)
 
+    # what the interval covers, in the API's words (also the words of SSPBootstrapCoef, which wraps it)
+    interval_covers = ("sampling error of the classical (homoskedastic, independent rows) OLS standard error and "
+                       "the privacy noise; not heteroskedasticity-robust or clustered sampling error, nor clipping "
+                       "bias")
+
 
 @register
 class SSPBootstrapCoef(Algorithm):

@@ -681,3 +681,7 @@ class AdaptiveWhiten(Algorithm):
             se = np.full(d, np.inf)
         bias = bias + ball_bias
         return guarded(self.release(est, acc, std_error=se, df=float(max(n - 1, 1)), bias_bound=bias, **ball), noise_z)
+
+    # what the interval covers, in the API's words
+    interval_covers = ("sampling error of the mean of independent rows and the privacy noise, plus an allowance "
+                       "for clipping bias that assumes light tails")

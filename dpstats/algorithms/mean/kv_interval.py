@@ -151,3 +151,7 @@ class KVInterval(Algorithm):
         bias = np.where(find, half * 2.0 * kstar / (n * stretch * stretch), 0.0)
         return self.release(est, acc, std_error=se, df=float(max(n - 1, 1)), bias_bound=bias, center=center,
                             half=half, sd=sd, sigma_mean=half * sig_m)
+
+    # what the interval covers, in the API's words
+    interval_covers = ("sampling error of the mean of independent rows and the privacy noise, plus an allowance for "
+                       "clipping bias that assumes light (Gaussian-like) tails")

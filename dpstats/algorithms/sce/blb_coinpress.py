@@ -281,6 +281,10 @@ class BLBCoinPress(_BLBBase):
                           "`grid median (variance ball)` floor",
         "mean_ball": "paid statistic: `grid quantile (mean ball, low)`, `grid quantile (mean ball, high)`",
     }
+    # what the interval covers, in the API's words
+    interval_covers = ("sampling error of independent rows (the bag-of-little-bootstraps variance) and the "
+                       "privacy noise (Covington et al. 2021); not clustered sampling error")
+    interval_robust = True
 
 
 @register

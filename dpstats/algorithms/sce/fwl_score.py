@@ -547,3 +547,14 @@ class FWLScore(Algorithm):
             return self.release(est, acc, **det)
         df = float(max(data.X.shape[0] - data.X.shape[1], 1)) if idf is None else idf
         return self.release(est, acc, std_error=se, df=df, bias_bound=bias, **det)
+
+    # what the interval covers, in the API's words: HC0 by default, the classical within variance with an
+    # absorbed fixed effect, the delete-a-group jackknife with cluster=
+    interval_covers = ("sampling error of independent rows (heteroskedasticity-robust, HC0 sandwich) and the privacy "
+                       "noise; not clustered sampling error, nor clipping bias")
+    interval_covers_within = ("sampling error of independent rows within the absorbed fixed-effect levels "
+                              "(classical, homoskedastic within variance) and the privacy noise; not "
+                              "heteroskedasticity-robust or clustered sampling error, nor clipping bias")
+    interval_covers_cluster = ("cluster-robust sampling error (a delete-a-group jackknife over groups of the "
+                               "clusters, t quantile) and the privacy noise; not clipping bias")
+    interval_robust = True

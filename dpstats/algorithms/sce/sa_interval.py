@@ -118,3 +118,8 @@ class SAInterval(Algorithm):
             se = math.inf
         return self.release(est, acc, std_error=se, df=float(k - 1), bias_bound=0.0, k=k, range=(lo, hi),
                             block_sd=math.sqrt(var_b), outside=float(cnt))
+
+    # what the interval covers, in the API's words
+    interval_covers = ("sampling error of independent rows (the spread of independent block estimates, robust to "
+                       "heteroskedasticity) and the privacy noise; not clustered sampling error")
+    interval_robust = True
