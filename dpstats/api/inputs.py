@@ -304,7 +304,7 @@ def _check_delta(task: str, name: str, default: bool, delta: float) -> None:
 def _check_params(task: str, name: str, cls: type, params: Mapping[str, Any]) -> None:
     """Keywords that are no hyperparameter of the method: ``cluster=`` explained, others named with the known ones."""
     if "cluster" in params:
-        covers = _covers_text(name)
+        covers = _covers_text(cls)
         what = (f"the interval of {name} covers {covers}" if covers else
                 f"the interval of {name} assumes independent rows" if cls.intervals else
                 f"{name} gives no interval")

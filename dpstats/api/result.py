@@ -17,10 +17,10 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from dpstats.algorithms.base import INTERPRETATIONS, Release
+from dpstats.algorithms import get as get_algorithm
+from dpstats.algorithms.base import INTERPRETATIONS, Algorithm, Release
 from dpstats.api.methods import INFERENCE_METHODS
-from dpstats.api.words import _COVERS, _COVERS_WITHIN, _ROBUST, _TASK_TITLES, _TINY_PREFIX, _fallback_remedy, \
-    _fmt, _infinite_cause
+from dpstats.api.words import _TASK_TITLES, _TINY_PREFIX, _covers, _fallback_remedy, _fmt, _infinite_cause
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -214,17 +214,20 @@ class PrivateResult:
     def _classical_within(self) -> bool:
         return bool(self.sampling_error) and str(self.sampling_error).startswith("classical")
 
+    def _algorithm(self) -> type[Algorithm] | None:
+        """The method's class, whose attributes say what its interval covers; None when it is not registered."""
+        try:
+            return get_algorithm(self.task, self.method)
+        except ValueError:
+            return None
+
     def _covers(self) -> str:
-        """What the interval covers, in words (per release where the method reports it)."""
-        if self._cluster_robust():
-            return ("cluster-robust sampling error (a delete-a-group jackknife over groups of the clusters, "
-                    "t quantile) and the privacy noise; not clipping bias")
-        if self._classical_within():
-            return _COVERS_WITHIN
-        return _COVERS.get(self.method, "sampling error and privacy noise")
+        """What the interval covers, in the words of the method's class (per release where the method reports it)."""
+        return _covers(self._algorithm(), self.sampling_error)
 
     def _robust(self) -> bool:
-        return self.method in _ROBUST and not self._classical_within()
+        cls = self._algorithm()
+        return cls is not None and cls.interval_robust and not self._classical_within()
 
     @property
     def uninformative(self) -> bool:

@@ -1,10 +1,11 @@
 """The API's plain words: what an interval covers, why a release says nothing, and what to do.
 
-Per method, what its interval covers (sampling error, privacy noise, bias);
-the causes and remedies of an infinite interval (by the method's
-``interval_check``) and of a fallback release; the titles of the summaries
-and the number format they share. Read by :class:`~dpstats.api.result.PrivateResult`
-and by the input checks' messages.
+What a method's interval covers, from the words its class declares
+(:attr:`~dpstats.algorithms.base.Algorithm.interval_covers` and its
+companions); the causes and remedies of an infinite interval (by the
+method's ``interval_check``) and of a fallback release; the titles of the
+summaries and the number format they share. Read by
+:class:`~dpstats.api.result.PrivateResult` and by the input checks' messages.
 """
 
 from __future__ import annotations
@@ -12,31 +13,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-_COVERS = {
-    "fwl_score": ("sampling error of independent rows (heteroskedasticity-robust, HC0 sandwich) and the privacy "
-                  "noise; not clustered sampling error, nor clipping bias"),
-    "dpnewton": ("sampling error of independent rows (heteroskedasticity-robust sandwich of the clipped Newton "
-                 "score) and the privacy noise; not clustered sampling error, nor clipping bias"),
-    "blb_coinpress": ("sampling error of independent rows (the bag-of-little-bootstraps variance) and the privacy "
-                      "noise (Covington et al. 2021); not clustered sampling error"),
-    "sa_coef_interval": ("sampling error of independent rows (the spread of independent block estimates, robust to "
-                         "heteroskedasticity) and the privacy noise; not clustered sampling error"),
-    "adaptive_whiten": ("sampling error of the mean of independent rows and the privacy noise, plus an allowance "
-                        "for clipping bias that assumes light tails"),
-    "ssp_bootstrap": ("sampling error of the classical (homoskedastic, independent rows) OLS standard error and the "
-                      "privacy noise; not heteroskedasticity-robust or clustered sampling error, nor clipping bias"),
-    "kv_interval": ("sampling error of the mean of independent rows and the privacy noise, plus an allowance for "
-                    "clipping bias that assumes light (Gaussian-like) tails"),
-}
-
-#: interval methods whose sampling error is heteroskedasticity-robust (a sandwich or independent blocks)
-_ROBUST = frozenset({"fwl_score", "dpnewton", "sa_coef_interval", "blb_coinpress"})
-
-#: what an interval covers when the release reports a classical within variance (fwl_score with an absorbed
-#: fixed effect)
-_COVERS_WITHIN = ("sampling error of independent rows within the absorbed fixed-effect levels (classical, "
-                  "homoskedastic within variance) and the privacy noise; not heteroskedasticity-robust or clustered "
-                  "sampling error, nor clipping bias")
+from dpstats.algorithms.base import Algorithm
 
 _TASK_TITLES = {
     "sce": "Differentially private regression coefficient",
@@ -115,7 +92,34 @@ def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
-def _covers_text(name: str) -> str:
-    if name == "fwl_score":
-        return (f"{_COVERS[name]}; with an absorbed fixed effect, the {_COVERS_WITHIN.split(' and the privacy')[0]}")
-    return _COVERS.get(name, "")
+#: What an interval covers when its method says nothing more (an interval method without ``interval_covers``).
+_COVERS_DEFAULT = "sampling error and privacy noise"
+
+
+def _covers(cls: type[Algorithm] | None, sampling_error: str | None = None) -> str:
+    """What the interval of a release of ``cls`` covers, by the kind of sampling error the release reports.
+
+    ``sampling_error`` is the release's ``details["sampling_error"]``: one
+    starting with ``"cluster-robust"`` or ``"classical"`` takes the class's
+    ``interval_covers_cluster`` or ``interval_covers_within`` when it declares
+    them. ``cls`` None (a method no longer registered): the default words.
+    """
+    words = ""
+    if cls is not None:
+        kind = str(sampling_error or "")
+        if kind.startswith("cluster-robust"):
+            words = cls.interval_covers_cluster
+        elif kind.startswith("classical"):
+            words = cls.interval_covers_within
+        words = words or cls.interval_covers
+    return words or _COVERS_DEFAULT
+
+
+def _covers_text(cls: type[Algorithm]) -> str:
+    """What the interval of method ``cls`` covers, in every case it reports (for messages); "" without intervals."""
+    if not cls.intervals:
+        return ""
+    if cls.interval_covers_within:
+        within = cls.interval_covers_within.split(" and the privacy")[0]
+        return f"{cls.interval_covers}; with an absorbed fixed effect, the {within}"
+    return cls.interval_covers
