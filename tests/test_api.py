@@ -358,6 +358,39 @@ def test_result_is_frozen(mroz: pd.DataFrame) -> None:
         res.diagnostics["dropped_missing"] = 0  # type: ignore[index]
 
 
+def test_result_wraps_the_release(mroz: pd.DataFrame) -> None:
+    """The result reads the estimate, interval and ledger from the algorithm's Release, whose arrays and details
+    it makes read-only; conf_int is the Release's; without inference the result shows no interval."""
+    from dpstats.algorithms.base import Decline, Release
+
+    res = private_ols(mroz, FORMULA, bounds=BOUNDS, seed=3, epsilon=10.0)
+    rel = res.release
+    assert isinstance(rel, Release) and res.ledger is rel.ledger and res.estimate is rel.estimate
+    assert res.std_error is rel.std_error and res.df == rel.df
+    for a in (rel.estimate, rel.std_error, rel.bias_bound):
+        with pytest.raises(ValueError):
+            a[0] = 0.0
+    with pytest.raises(TypeError):
+        rel.details["fallback"] = "x"  # type: ignore[index]
+    for level in (0.95, 0.8):
+        lo, hi = rel.conf_int(level)
+        ci = res.conf_int(level)
+        np.testing.assert_array_equal(ci["conf.low"].to_numpy(), lo)
+        np.testing.assert_array_equal(ci["conf.high"].to_numpy(), hi)
+    coef = private_coef(mroz, FORMULA, coef="educ", bounds=BOUNDS, seed=3, epsilon=10.0)
+    assert isinstance(coef.estimate, float) and coef.estimate == coef.release.estimate[0]
+    assert coef.std_error == coef.release.std_error[0] and coef.sampling_error == coef.release.details["sampling_error"]
+    point = dataclasses.replace(coef, inference=False)  # the same release, the interval not asked for
+    assert point.release.std_error is not None
+    assert point.std_error is None and point.df is None and point.bias_bound is None and not point.has_interval
+    assert point.sampling_error is None and point.interval_check is None and point.estimate == coef.estimate
+    no = private_coef(mroz.dropna().head(5), FORMULA, coef="educ", epsilon=1.0)
+    assert isinstance(no.release, Decline) and no.declined and no.reason == no.release.reason
+    assert no.estimate is None and no.std_error is None and no.ledger == ()
+    with pytest.raises(TypeError, match="release must be a Release or a Decline"):
+        dataclasses.replace(coef, release=None)
+
+
 def test_tidy_has_only_private_and_public_numbers(mroz: pd.DataFrame) -> None:
     res = private_coef(mroz, FORMULA, coef="educ", epsilon=2.0, delta=1e-7, bounds=BOUNDS, seed=1, inference=False)
     tidy = res.tidy()

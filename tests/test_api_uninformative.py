@@ -119,12 +119,13 @@ def test_a_fallback_with_a_finite_interval_is_not_shown_as_an_interval(
     """The rule on the API's side: conf_int and tidy keep the method's interval, the texts say 'not estimated'.
 
     The algorithms make a fallback's interval infinite; the informative
-    epsilon-10 release is marked as a fallback here (a field of the frozen
-    result, set with dataclasses.replace) to check the rendering of a finite one.
+    epsilon-10 release is marked as a fallback here (its release's details, set
+    with dataclasses.replace) to check the rendering of a finite one.
     """
     _, i = releases
-    f = dataclasses.replace(i, fallback="shrunk to 0: the estimate is within one privacy-noise standard deviation of 0")
-    assert f.fallback_terms == () and f.uninformative is True
+    fallback = "shrunk to 0: the estimate is within one privacy-noise standard deviation of 0"
+    f = dataclasses.replace(i, release=i.release.with_details(fallback=fallback))
+    assert f.fallback_terms == ("educ",) and f.uninformative is True  # read from the release, as run() gives it
     pd.testing.assert_frame_equal(f.conf_int(), i.conf_int())
     pd.testing.assert_frame_equal(f.tidy(), i.tidy())
     lo, hi = i.conf_int().loc["educ"]
@@ -138,7 +139,7 @@ def test_a_fallback_with_a_finite_interval_is_not_shown_as_an_interval(
 
 def test_infinite_intervals_say_which_check_failed(releases: tuple[PrivateResult, PrivateResult]) -> None:
     """Each of fwl_score's interval checks in plain words with its remedy (the infinite epsilon-1 release, its
-    fallback cleared and its interval_check set to each value the method reports)."""
+    fallback cleared and its interval_check set to each value the method reports, in its release's details)."""
     u, _ = releases
     expect = {
         "denominator is noise": ("cannot be told apart from the privacy noise", "fewer controls"),
@@ -148,12 +149,13 @@ def test_infinite_intervals_say_which_check_failed(releases: tuple[PrivateResult
         "failed standardisation (Gram)": ("standardisation of the columns failed", "fewer regressors"),
     }
     for check, (cause, remedy) in expect.items():
-        r = dataclasses.replace(u, fallback=None, fallback_terms=(), interval_check=check)
+        r = dataclasses.replace(u, release=u.release.with_details(fallback=None, interval_check=check))
+        assert r.fallback is None and r.fallback_terms == () and r.interval_check == check
         assert r.uninformative is True
         reason = r.uninformative_reason
         assert reason.startswith("The 95% interval of educ is infinite: "), check
         assert cause in reason and remedy in reason, (check, reason)
-    unknown = dataclasses.replace(u, fallback=None, fallback_terms=(), interval_check=None)
+    unknown = dataclasses.replace(u, release=u.release.with_details(fallback=None, interval_check=None))
     assert "fwl_score cannot localise the estimate" in unknown.uninformative_reason
 
 

@@ -1,32 +1,53 @@
 """The result of a private release: :class:`PrivateResult`, its intervals and its texts.
 
-A frozen record of what was released and what it assumed, with the
-post-processing a reader needs: :meth:`~PrivateResult.conf_int`,
-:meth:`~PrivateResult.tidy`, :meth:`~PrivateResult.summary`,
-:meth:`~PrivateResult.interpretation` and whether the release is worth
-reporting (:attr:`~PrivateResult.uninformative`).
+A frozen record of what was released and what it assumed: the algorithm's
+:class:`~dpstats.algorithms.base.Release` (or
+:class:`~dpstats.algorithms.base.Decline`) as it was returned, wrapped with
+the call's public facts, and the post-processing a reader needs:
+:meth:`~PrivateResult.conf_int`, :meth:`~PrivateResult.tidy`,
+:meth:`~PrivateResult.summary`, :meth:`~PrivateResult.interpretation` and
+whether the release is worth reporting (:attr:`~PrivateResult.uninformative`).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
 from dpstats.algorithms import get as get_algorithm
-from dpstats.algorithms.base import INTERPRETATIONS, Algorithm, Release
+from dpstats.algorithms.base import INTERPRETATIONS, Algorithm, Decline, Release
 from dpstats.api.methods import INFERENCE_METHODS
 from dpstats.api.words import _TASK_TITLES, _TINY_PREFIX, _covers, _fallback_remedy, _fmt, _infinite_cause
 
 
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, dtype=float, copy=True)
+def _readonly(a: Any) -> np.ndarray | None:
+    """A read-only float copy of ``a``, one-dimensional; ``None`` stays ``None``."""
+    if a is None:
+        return None
+    a = np.array(a, dtype=float, copy=True).reshape(-1)
     a.setflags(write=False)
     return a
+
+
+def _frozen(out: Release | Decline) -> Release | Decline:
+    """``out`` with read-only arrays and details, so that the result wrapping it cannot drift."""
+    details = MappingProxyType(dict(out.details))
+    if isinstance(out, Release):
+        return replace(out, estimate=_readonly(out.estimate), std_error=_readonly(out.std_error),
+                       bias_bound=_readonly(out.bias_bound), ledger=tuple(out.ledger), details=details)
+    return replace(out, ledger=tuple(out.ledger), details=details)
+
+
+def _detail_str(out: Release | Decline, key: str) -> str | None:
+    """A release's ``details[key]`` as text; ``None`` when absent, ``None``, ``False`` or empty."""
+    v = out.details.get(key)
+    return None if v is None or v is False or v == "" else str(v)
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,6 +63,14 @@ class PrivateResult:
     Attributes
     ----------
     task : {"sce", "linreg", "mean"}
+    release : Release or Decline
+        The algorithm's outcome as it returned it
+        (:class:`~dpstats.algorithms.base.Release` or
+        :class:`~dpstats.algorithms.base.Decline`), with read-only arrays and
+        details. ``estimate``, ``declined``, ``reason``, ``ledger``,
+        ``std_error``, ``df``, ``bias_bound``, ``sampling_error``,
+        ``fallback``, ``fallback_terms`` and ``interval_check`` are read
+        from it.
     estimate : float, ndarray or None
         The private release: a float for :func:`private_coef`, a read-only
         array over :attr:`terms` otherwise; ``None`` when the method declined.
@@ -86,6 +115,10 @@ class PrivateResult:
     diagnostics : mapping
         Not private, for the analyst only: ``dropped_missing`` (rows),
         ``dropped_collinear`` (dummy columns), ``out_of_bounds`` (values per column).
+    inference : bool
+        Whether the interval was asked for (the API's ``inference``). Without
+        it the result shows no standard error, interval, ``sampling_error``
+        or ``interval_check``, even when the method's release carries them.
     std_error : float, ndarray or None
         The private standard error (shaped like ``estimate``) for the
         population parameter, covering sampling error and privacy noise,
@@ -123,17 +156,15 @@ class PrivateResult:
     """
 
     task: str
-    estimate: Any
     terms: tuple[str, ...]
     epsilon: float
     delta: float
     method: str
     interpretation_class: str
-    declined: bool
-    reason: str | None
     n: int
     d: int
     model: str
+    release: Release | Decline
     coefficient: str | None = None
     outcome: str | None = None
     bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
@@ -142,22 +173,87 @@ class PrivateResult:
     seeded: bool = False
     params: Mapping[str, Any] = field(default_factory=dict)
     citation: str = ""
-    ledger: tuple = ()
     diagnostics: Mapping[str, Any] = field(default_factory=dict)
-    std_error: Any = None
-    df: float | None = None
-    bias_bound: Any = None
-    sampling_error: str | None = None
-    fallback: str | None = None
-    fallback_terms: tuple[str, ...] = ()
-    interval_check: str | None = None
+    inference: bool = True
 
     def __post_init__(self) -> None:
-        # mappings are copied into read-only views so the record cannot drift
-        from types import MappingProxyType
-
+        # mappings are copied into read-only views, and the release into one with read-only arrays and
+        # details, so the record cannot drift
+        if not isinstance(self.release, (Release, Decline)):
+            raise TypeError(f"release must be a Release or a Decline, got {type(self.release).__name__}")
         for name in ("bounds", "levels", "params", "diagnostics"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+        object.__setattr__(self, "release", _frozen(self.release))
+
+    # The release's values, read from it (documented under Attributes above; no docstrings here, which would
+    # document them twice).
+
+    @property
+    def declined(self) -> bool:
+        return not self.release.released
+
+    @property
+    def reason(self) -> str | None:
+        return self.release.reason if isinstance(self.release, Decline) else None
+
+    @property
+    def estimate(self) -> Any:
+        return self._per_term(self.release.estimate) if isinstance(self.release, Release) else None
+
+    @property
+    def ledger(self) -> tuple:
+        return self.release.ledger
+
+    @property
+    def std_error(self) -> Any:
+        rel = self._shown_interval()
+        return None if rel is None else self._per_term(rel.std_error)
+
+    @property
+    def df(self) -> float | None:
+        rel = self._shown_interval()
+        return None if rel is None or rel.df is None else float(rel.df)
+
+    @property
+    def bias_bound(self) -> Any:
+        rel = self._shown_interval()
+        return None if rel is None or rel.bias_bound is None else self._per_term(rel.bias_bound)
+
+    @property
+    def sampling_error(self) -> str | None:
+        rel = self.release
+        return rel.details.get("sampling_error") if self.inference and isinstance(rel, Release) else None
+
+    @property
+    def interval_check(self) -> str | None:
+        rel = self.release
+        return _detail_str(rel, "interval_check") if self.inference and isinstance(rel, Release) else None
+
+    @property
+    def fallback(self) -> str | None:
+        return _detail_str(self.release, "fallback") if isinstance(self.release, Release) else None
+
+    @property
+    def fallback_terms(self) -> tuple[str, ...]:
+        if not self.fallback:
+            return ()
+        # a per-term boolean ``guard`` of the method's when it has one, else every term
+        try:
+            m = np.asarray(self.release.details.get("guard"))
+        except Exception:
+            return self.terms
+        if m.dtype == bool and m.shape == (len(self.terms),) and m.any():
+            return tuple(t for t, f in zip(self.terms, m) if f)
+        return self.terms
+
+    def _per_term(self, a: np.ndarray) -> Any:
+        """A release's array as the result shows it: a float for one coefficient, else the read-only array."""
+        return float(a[0]) if self.task == "sce" else a
+
+    def _shown_interval(self) -> Release | None:
+        """The release when the result shows its interval: released, asked for, and with a standard error."""
+        rel = self.release
+        return rel if self.inference and isinstance(rel, Release) and rel.std_error is not None else None
 
     @property
     def released(self) -> bool:
@@ -203,10 +299,7 @@ class PrivateResult:
         if self.std_error is None:
             raise ValueError(f"conf_int: method {self.method!r} was run without an interval; pass inference=True "
                              f"(methods with intervals: {', '.join(sorted(set(INFERENCE_METHODS.values())))})")
-        rel = Release(estimate=self._values(), epsilon=self.epsilon, delta=self.delta,
-                      std_error=np.atleast_1d(np.asarray(self.std_error, dtype=float)), df=self.df,
-                      bias_bound=None if self.bias_bound is None else np.atleast_1d(np.asarray(self.bias_bound, dtype=float)))
-        return rel.conf_int(float(level))
+        return self.release.conf_int(float(level))
 
     def _cluster_robust(self) -> bool:
         return bool(self.sampling_error) and str(self.sampling_error).startswith("cluster-robust")
@@ -340,9 +433,9 @@ class PrivateResult:
         return 2.0 * (by[1] - by[0]) / (bx[1] - bx[0])
 
     def _values(self) -> np.ndarray:
-        if self.declined:
-            return np.full(len(self.terms), np.nan)
-        return np.atleast_1d(np.asarray(self.estimate, dtype=float))
+        if isinstance(self.release, Release):
+            return self.release.estimate
+        return np.full(len(self.terms), np.nan)
 
     def tidy(self, level: float = 0.95) -> pd.DataFrame:
         """The release as a data frame, one row per released quantity.

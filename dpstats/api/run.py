@@ -20,7 +20,7 @@ from dpstats.algorithms.release import AlgorithmSpec, Budget, InvalidOutcome, re
 from dpstats.api.inputs import _check_bounds, _check_data, _check_delta, _check_formula, _check_levels, \
     _check_params, _check_seed, _declared_column, _inspect_design, _is_text, _method_class, _too_few_rows, \
     _user_error, _warn_bounds, _warn_delta, _warn_missing
-from dpstats.api.result import PrivateResult, _readonly
+from dpstats.api.result import PrivateResult
 from dpstats.data.corpus import InstanceSpec
 from dpstats.data.instance import build_instance
 from dpstats.errors import CorpusError
@@ -175,56 +175,15 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
             f"effect it absorbs (a categorical term C({cluster}) of the formula with at least "
             f"{algo.params.get('absorb', 10)} levels); "
             f"add C({cluster}) to the formula, or remove cluster= for an interval that assumes independent rows")
-    se: Any = None
-    bias: Any = None
-    df = None
     if released and inference and out.std_error is None:
         raise RuntimeError(f"method {name!r} returned no standard error with inference=True (a bug in the method)")
-    if released and inference and out.std_error is not None:
-        se_a = np.asarray(out.std_error, dtype=float).reshape(-1)
-        bias_a = None if out.bias_bound is None else np.asarray(out.bias_bound, dtype=float).reshape(-1)
-        df = None if out.df is None else float(out.df)
-        if task == "sce":
-            se, bias = float(se_a[0]), (None if bias_a is None else float(bias_a[0]))
-        else:
-            se, bias = _readonly(se_a), (None if bias_a is None else _readonly(bias_a))
-    if task == "sce":
-        terms: tuple[str, ...] = (facts.coefficient,)
-        estimate: Any = float(out.estimate[0]) if released else None
-    else:
-        terms = tuple(facts.columns)
-        estimate = _readonly(out.estimate) if released else None
-    fallback = _detail_str(out, "fallback") if isinstance(out, Release) else None
+    terms = (facts.coefficient,) if task == "sce" else tuple(facts.columns)
     return PrivateResult(
-        task=task, estimate=estimate, terms=terms, epsilon=eps, delta=dlt, method=name,
-        interpretation_class=cls.interpretation, declined=not released,
-        reason=None if released else out.reason, n=inst.n, d=inst.d, model=model,
-        coefficient=facts.coefficient, outcome=facts.outcome, bounds=dict(facts.bounds),
-        levels=declared, levels_from_data=levels_from_data, seeded=seed is not None,
-        params=dict(algo.params), citation=cls.citation, ledger=tuple(out.ledger), diagnostics=diagnostics,
-        std_error=se, df=df, bias_bound=bias,
-        sampling_error=(out.details.get("sampling_error") if released and inference else None),
-        fallback=fallback,
-        fallback_terms=_fallback_terms(out, terms) if fallback else (),
-        interval_check=_detail_str(out, "interval_check") if released and inference else None,
+        task=task, terms=terms, epsilon=eps, delta=dlt, method=name, interpretation_class=cls.interpretation,
+        n=inst.n, d=inst.d, model=model, release=out, coefficient=facts.coefficient, outcome=facts.outcome,
+        bounds=dict(facts.bounds), levels=declared, levels_from_data=levels_from_data, seeded=seed is not None,
+        params=dict(algo.params), citation=cls.citation, diagnostics=diagnostics, inference=bool(inference),
     )
-
-
-def _fallback_terms(out: Release, terms: tuple[str, ...]) -> tuple[str, ...]:
-    """The terms a fallback replaced: a per-term boolean ``guard`` of the method's when it has one, else all."""
-    mask = out.details.get("guard")
-    try:
-        m = np.asarray(mask)
-    except Exception:
-        return terms
-    if m.dtype == bool and m.shape == (len(terms),) and m.any():
-        return tuple(t for t, f in zip(terms, m) if f)
-    return terms
-
-
-def _detail_str(out: Release, key: str) -> str | None:
-    v = out.details.get(key)
-    return None if v is None or v is False or v == "" else str(v)
 
 
 def private_coef(data: Any, formula: str, coef: str, epsilon: float, delta: float = 1e-6,
