@@ -65,11 +65,18 @@ def public_corpus():
 
 @pytest.fixture
 def restore_registry():
-    """Plugins register themselves: keep them out of other tests' registry (the registry as it was, after the test)."""
-    from dpstats import algorithms as A
+    """Plugins register themselves: keep them out of other tests' registry (the registry as it was, after the test).
 
-    A.list_algorithms()
+    The roster's named configurations (tuned ones added from a test's folder) are restored the same way.
+    """
+    from dpstats import algorithms as A
+    from dpstats.algorithms import configurations as C
+
+    A.list_configurations()
     snap = dict(A._REGISTRY)
+    named = dict(C._CONFIGURATIONS)
     yield
     A._REGISTRY.clear()
     A._REGISTRY.update(snap)
+    C._CONFIGURATIONS.clear()
+    C._CONFIGURATIONS.update(named)

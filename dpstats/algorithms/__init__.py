@@ -1,22 +1,25 @@
-"""The private algorithms: the registry, the contract, the roster variants.
+"""The private algorithms: the registry, the contract, the roster's configurations.
 
 Every module in this package (one algorithm or family per file) registers its
 classes with :func:`register`. Linear-regression algorithms are also
 registered for the single-coefficient task through :func:`coefficient_of`.
 Third-party algorithms come from ``module:object`` strings or the entry-point
 group ``dpstats.algorithms``. The registry itself lives in
-:mod:`dpstats.algorithms.registry` (imported by the algorithm modules and by
-:mod:`dpstats.algorithms.tuned`); this package re-exports it and adds the
-roster variants of :mod:`dpstats.algorithms.tuned`: the API's default
-configurations become ``<algo>[api]`` and the accepted tuned configurations
-(``dpstats/tuned/*.json``) ``<algo>_tuned_eps<E>``, registered after the
-built-in algorithms.
+:mod:`dpstats.algorithms.registry` (imported by the algorithm modules) and
+holds classes only; this package re-exports it and the roster of
+:mod:`dpstats.algorithms.configurations`: every registered algorithm at its
+defaults and the named configurations, data that run a registered algorithm
+with other hyperparameters (the API's default configurations
+``<algo>[api]``, the accepted tuned configurations of
+``dpstats/tuned/*.json``, ``<algo>_tuned_eps<E>``).
 
 Examples
 --------
->>> from dpstats.algorithms import get, list_algorithms
+>>> from dpstats.algorithms import get, list_algorithms, list_configurations
 >>> sorted({a.task for a in list_algorithms()})
 ['linreg', 'mean', 'sce']
+>>> [c.name for c in list_configurations("sce", named=True)]
+['fwl_score[api]']
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from dpstats.algorithms.registry import (
     load_plugin,
     register,
 )
-from dpstats.algorithms.tuned import register_api_variants, register_tuned
+from dpstats.algorithms.configurations import Configuration, get_configuration, list_configurations
 
 __all__ = [
     "Algorithm",
@@ -49,6 +52,9 @@ __all__ = [
     "get",
     "list_algorithms",
     "load_plugin",
+    "Configuration",
+    "list_configurations",
+    "get_configuration",
 ]
 
 #: The modules of the built-in algorithms, one per algorithm or family, imported on first use
@@ -56,7 +62,3 @@ __all__ = [
 #: (``tests/algorithms/test_contract.py`` checks that every module of ``sce/``, ``linreg/`` and ``mean/``
 #: is listed).
 BUILTIN_MODULES: tuple[str, ...] = _registry.BUILTIN_MODULES
-
-# the roster variants, built once the built-in algorithms are registered (in this order)
-_registry.after_builtins(register_api_variants)
-_registry.after_builtins(register_tuned)

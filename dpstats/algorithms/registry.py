@@ -5,9 +5,10 @@ registers its classes with :func:`register` when the registry first loads them
 (by name, on the first :func:`get` or :func:`list_algorithms`). Linear-regression
 algorithms are also registered for the single-coefficient task through
 :func:`coefficient_of`. Third-party algorithms come from ``module:object``
-strings or the entry-point group ``dpstats.algorithms``. Roster variants of
-registered algorithms (``dpstats.algorithms.tuned``) are built after those, by
-the builders :func:`after_builtins` was given.
+strings or the entry-point group ``dpstats.algorithms``. The registry holds
+classes only: the roster's named configurations of registered algorithms
+(``<algorithm>[api]``, ``<algorithm>_tuned_eps<E>``) are data, kept by
+:mod:`dpstats.algorithms.configurations`.
 
 The names are re-exported by :mod:`dpstats.algorithms`, the place to import them from.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import replace
 from importlib import metadata as _md
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -29,26 +30,11 @@ __all__ = [
     "get",
     "list_algorithms",
     "load_plugin",
-    "after_builtins",
     "BUILTIN_MODULES",
 ]
 
 _REGISTRY: dict[tuple[str, str], type[Algorithm]] = {}
 _LOADED = False
-#: Builders of roster variants, run in order (once) after the built-in and plug-in algorithms are registered;
-#: added by :func:`after_builtins` (``dpstats.algorithms`` adds those of :mod:`dpstats.algorithms.tuned`).
-_VARIANT_BUILDERS: list[Callable[[], object]] = []
-
-
-def after_builtins(build: Callable[[], object]) -> None:
-    """Run ``build()`` once the built-in and plug-in algorithms are registered (at once if they already are).
-
-    How roster variants of registered algorithms (``dpstats.algorithms.tuned``) join the registry
-    without the registry importing them: ``dpstats.algorithms`` adds their builders when it is imported.
-    """
-    _VARIANT_BUILDERS.append(build)
-    if _LOADED:
-        build()
 
 
 def register(cls: type[Algorithm]) -> type[Algorithm]:
@@ -152,10 +138,6 @@ def _load_builtin() -> None:
         obj = ep.load()
         for cls in obj if isinstance(obj, (list, tuple)) else [obj]:
             register(cls)
-    # roster variants (dpstats.algorithms adds the API's configurations, <algo>[api], and the accepted
-    # tuned ones, <algo>_tuned_eps<E>, from dpstats/tuned/*.json)
-    for build in _VARIANT_BUILDERS:
-        build()
 
 
 def list_algorithms(task: str | None = None, interpretation: str | None = None, *,

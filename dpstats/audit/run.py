@@ -53,7 +53,8 @@ from typing import Any, Callable
 import numpy as np
 from scipy import special
 
-from dpstats.algorithms import Algorithm, Release, get, list_algorithms, load_plugin
+from dpstats.algorithms import (Algorithm, Configuration, Release, get, get_configuration, list_algorithms,
+                                list_configurations, load_plugin)
 from dpstats.algorithms.release import AlgorithmSpec, Budget, InvalidOutcome, release
 from dpstats.bench.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, CallJob, CallResult, Limits, WorkerPool
 from dpstats.privacy.accounting import zcdp_epsilon
@@ -65,7 +66,7 @@ from dpstats.audit.attack import (DECLINED, ERROR, FALLBACK, KIND_NAMES, KINDS, 
 from dpstats.audit.exposure import exposure, summarize_exposure
 from dpstats.audit.neighbours import CANARY_MODES, DESIGNS, Neighbours, from_instance, generated
 
-__all__ = ["AuditResult", "audit", "resolve_algorithm", "ESTIMATORS"]
+__all__ = ["AuditResult", "audit", "resolve_algorithm", "resolve_configuration", "ESTIMATORS"]
 
 ESTIMATORS = ("clopper_pearson", "one_run", "zcdp", "gdp")
 _MAX_THRESHOLDS = 300
@@ -118,6 +119,30 @@ def resolve_algorithm(spec: str | type, task: str | None = None) -> type:
     if task is not None and cls.task != task:
         raise ValueError(f"--task: algorithm {getattr(cls, 'name', spec)!r} is for task {cls.task!r}, not {task!r}")
     return cls
+
+
+def resolve_configuration(spec: str | type, task: str | None = None) -> Configuration:
+    """The roster entry for a name (a registered algorithm or a named configuration), a plugin or a class.
+
+    A named configuration (``fwl_score[api]``, ``<algorithm>_tuned_eps<E>``)
+    is its algorithm with its params; anything else is
+    :func:`resolve_algorithm`'s class at its defaults.
+
+    Raises
+    ------
+    ValueError
+        As :func:`resolve_algorithm`.
+    """
+    if isinstance(spec, str) and ":" not in spec:
+        tasks = [c.task for c in list_configurations(opt_in=True, named=True) if c.name == spec]
+        if tasks:
+            if task is None and len(tasks) > 1:
+                raise ValueError(f"--task: algorithm {spec!r} exists for tasks {', '.join(tasks)}; choose one with --task")
+            if task is not None and task not in tasks:
+                raise ValueError(f"--task: algorithm {spec!r} has no task {task!r} (it has: {', '.join(tasks)})")
+            return get_configuration(task or tasks[0], spec)
+    cls = resolve_algorithm(spec, task)
+    return Configuration.of(cls, spec if isinstance(spec, str) else None)
 
 
 def _limits_dict(limits: Limits | None) -> dict[str, float] | None:
@@ -286,7 +311,8 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
     Parameters
     ----------
     algorithm : str or Algorithm subclass
-        Registry name or ``module:object`` plugin.
+        Roster name (a registered algorithm, or a named configuration such as
+        ``fwl_score[api]``, run with its params) or ``module:object`` plugin.
     task : str, optional
         Needed when the name exists for several tasks.
     epsilon, delta : float
@@ -314,7 +340,7 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         it with the other trials and all of ``alpha`` (the choice is made on
         releases that the bound does not use); ignored with ``instance``.
     params : dict, optional
-        Hyperparameters of the algorithm.
+        Hyperparameters of the algorithm (over a named configuration's).
     neighbours : Neighbours, optional
         A ready pair (overrides ``instance`` and the generated data).
     levels : int, optional
@@ -356,8 +382,8 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         raise ValueError(f"--design must be one of {DESIGNS + ('both', 'search')}, got {design!r}")
     if not (isinstance(search_share, (int, float)) and 0.0 < search_share < 1.0):
         raise ValueError(f"--search-share must lie in (0, 1), got {search_share!r}")
-    cls = resolve_algorithm(algorithm, task)
-    task = cls.task
+    config = resolve_configuration(algorithm, task)
+    cls, name, task = config.cls, config.name, config.task
     generated_data = neighbours is None and instance is None
     k_designs = 2 if (design == "both" and generated_data) else 1
     need = k_designs * min_trials(eps, dlt, 1.0 - (1.0 - conf) / k_designs)
@@ -367,7 +393,7 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         raise ValueError(f"--trials: {trials!r} releases cannot give any bound above the claimed epsilon = {eps:g} "
                          f"at confidence {conf:g}; at least {need} are needed")
     trials = int(trials)
-    params = dict(params or {})
+    params = {**config.params, **dict(params or {})}  # a named configuration's params, under the caller's
     try:
         cls(**params)
     except Exception as exc:  # noqa: BLE001
@@ -392,7 +418,7 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
             except (CorpusError, KeyError, ValueError) as exc:
                 raise ValueError(f"--instance: {exc.args[0] if exc.args else exc}") from None
             if inst.task != task and not (inst.task == "sce" and task == "linreg"):
-                raise ValueError(f"--instance: {instance!r} is a {inst.task} instance; algorithm {cls.name!r} is {task}")
+                raise ValueError(f"--instance: {instance!r} is a {inst.task} instance; algorithm {name!r} is {task}")
             neighbours = from_instance(inst, canary)
             if neighbours.facts.task != task:
                 from dpstats.audit.neighbours import with_task
@@ -405,7 +431,7 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         cands = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=d,
                            levels=levels) for d in DESIGNS]
         pilot = int(search_share * trials) // len(cands)
-        chosen, search = _search_design(cls, cands, eps, dlt, conf, pilot, seed, workers, params, log, lim)
+        chosen, search = _search_design(cls, cands, eps, dlt, conf, pilot, seed, workers, params, log, lim, name)
         pairs, used = [chosen], pilot * len(cands)
     elif design == "both":
         pairs = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=d,
@@ -414,11 +440,12 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         pairs = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=design,
                            levels=levels)]
     if len(pairs) == 1:
-        res = _audit_pair(cls, pairs[0], eps, dlt, conf, trials - used, seed, workers, params, log, t_start, lim)
+        res = _audit_pair(cls, pairs[0], eps, dlt, conf, trials - used, seed, workers, params, log, t_start, lim,
+                          name)
     else:
         conf_each = 1.0 - (1.0 - conf) / len(pairs)
         parts = [_audit_pair(cls, nb, eps, dlt, conf_each, trials // len(pairs), seed + k, workers, params, log,
-                             time.perf_counter(), lim) for k, nb in enumerate(pairs)]
+                             time.perf_counter(), lim, name) for k, nb in enumerate(pairs)]
         res = _merge(parts, conf, time.perf_counter() - t_start)
     if search is not None:
         res.data = {**res.data, "search": search}
@@ -433,7 +460,7 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
 
 def _search_design(cls: type, cands: list[Neighbours], eps: float, dlt: float, conf: float, pilot: int, seed: int,
                    workers: int, params: dict[str, Any], log: Callable[[str], None] | None,
-                   limits: Limits | None) -> tuple[Neighbours, list[dict[str, Any]]]:
+                   limits: Limits | None, name: str | None = None) -> tuple[Neighbours, list[dict[str, Any]]]:
     """The candidate pair whose pilot audit separates best, and every pilot's score.
 
     Each pilot is a small audit on its own seeds (``seed + 7919 (k + 1)``), so the counted audit that follows
@@ -444,7 +471,7 @@ def _search_design(cls: type, cands: list[Neighbours], eps: float, dlt: float, c
     rows = []
     for k, nb in enumerate(cands):
         r = _audit_pair(cls, nb, eps, dlt, conf, pilot, seed + 7919 * (k + 1), workers, params, log,
-                        time.perf_counter(), limits)
+                        time.perf_counter(), limits, name)
         info = max((b["epsilon"] for b in r.bounds if math.isfinite(b["epsilon"])), default=0.0)
         if any(math.isinf(b["epsilon"]) for b in r.bounds):
             info = math.inf
@@ -487,9 +514,13 @@ def _merge(parts: list["AuditResult"], conf: float, seconds: float) -> "AuditRes
 
 def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, trials: int, seed: int,
                 workers: int, params: dict[str, Any], log: Callable[[str], None] | None,
-                t_start: float, limits: Limits | None) -> "AuditResult":
-    """Audit ``cls`` on one pair of neighbours (the module docstring's design)."""
+                t_start: float, limits: Limits | None, name: str | None = None) -> "AuditResult":
+    """Audit ``cls`` with ``params`` on one pair of neighbours (the module docstring's design).
+
+    ``name`` is the roster name reported (default: the class's).
+    """
     task = cls.task
+    name = name or cls.name
     dim = 1 if task == "sce" else nb.facts.d
 
     # the design: fitting, selection (alternating) and evaluation (fair coins) runs
@@ -501,7 +532,7 @@ def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, 
     sides[2 * q:] = coin.integers(0, 2, size=trials - 2 * q)
     payload = {"spec": AlgorithmSpec.of(cls, params), "neighbours": nb, "budget": Budget(eps, dlt), "seed": seed}
     if log:
-        log(f"auditing {cls.name} ({task}) at epsilon = {eps:g}: {trials} releases on {workers} worker(s)")
+        log(f"auditing {name} ({task}) at epsilon = {eps:g}: {trials} releases on {workers} worker(s)")
     calls = _run_all(payload, idx, sides, workers, limits, log)
 
     values = np.full((trials, dim), np.nan)
@@ -547,10 +578,10 @@ def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, 
     n_timeout = int(np.sum(kind == TIMEOUT))
     n_memory = int(np.sum(kind == MEMORY))
     if n_err == trials:
-        raise ValueError(f"algorithm: {cls.name!r} raised (or gave no finite estimate) in every one of the {trials} "
+        raise ValueError(f"algorithm: {name!r} raised (or gave no finite estimate) in every one of the {trials} "
                          f"runs; first: {(messages + limit_messages)[:1]}")
     if n_err + n_timeout + n_memory == trials:
-        raise ValueError(f"algorithm: {cls.name!r} exceeded the per-run limits or failed in every one of the {trials} "
+        raise ValueError(f"algorithm: {name!r} exceeded the per-run limits or failed in every one of the {trials} "
                          f"runs ({n_timeout} time-outs, {n_memory} memory overruns, {n_err} errors; limits "
                          f"{_limits_text(limits)}); first: {(limit_messages + messages)[:1]}")
     outcomes = {side: {KIND_NAMES[k]: int(np.sum((sides == s) & (kind == k))) for k in KINDS}
@@ -678,7 +709,7 @@ def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, 
 
     total = time.perf_counter() - t_start
     return AuditResult(
-        algorithm=cls.name, task=task, interpretation=cls.interpretation, epsilon_claimed=eps, delta=dlt,
+        algorithm=name, task=task, interpretation=cls.interpretation, epsilon_claimed=eps, delta=dlt,
         epsilon_lower=float(eps_lower), confidence=conf, trials=trials, violation=bool(reasons), reasons=reasons,
         bounds=bounds_out, ledger=ledger, exposure=exp_summary, outcomes=outcomes,
         errors={"count": n_err, "messages": messages, "declines": dict(sorted(declines.items(), key=lambda kv: -kv[1])[:3]),

@@ -105,12 +105,13 @@ class AlgorithmRef:
     ----------
     name : str
         The name stored with results: the algorithm's registry name
-        (``cls.name``), or for a labelled configuration ``<cls.name>[<label>]``
-        (e.g. a tuning candidate, ``coinpress[tune 3]``).
+        (``cls.name``), a roster configuration's name (``fwl_score[api]``,
+        ``coinpress_tuned_eps1``), or for a labelled configuration
+        ``<cls.name>[<label>]`` (e.g. a tuning candidate, ``coinpress[tune 3]``).
     task : str
     ref : str
-        What :func:`dpstats.algorithms.get` resolves: the registry name, or a
-        ``module:object`` plugin path.
+        What :func:`dpstats.algorithms.get` resolves: the registry name of the
+        algorithm that runs, or a ``module:object`` plugin path.
     interpretation : str
     params : tuple of (str, object) pairs
         Hyperparameters overriding the class's defaults (none: the defaults),
@@ -135,12 +136,27 @@ class AlgorithmRef:
         return cls(name=name, task=algo_cls.task, ref=ref or algo_cls.name,
                    interpretation=algo_cls.interpretation, params=tuple((params or {}).items()))
 
+    @classmethod
+    def of_configuration(cls, config: Any) -> "AlgorithmRef":
+        """The reference of a roster entry (:class:`~dpstats.algorithms.configurations.Configuration`).
+
+        Its name is stored with results; its algorithm and params are what a
+        worker releases with, so a worker needs no roster of its own. A class
+        the registry does not hold (``config.base``) is found by its
+        ``module:object`` path.
+        """
+        base = config.base
+        ref = config.algorithm if base is None else f"{base.__module__}:{base.__qualname__}"
+        return cls(name=config.name, task=config.task, ref=ref, interpretation=config.interpretation,
+                   params=tuple(config.params.items()))
+
     def load(self) -> type:
         """Import and return the class (checking that it is the algorithm :attr:`name` says)."""
         from dpstats.algorithms import get
+        from dpstats.algorithms.configurations import names_configuration_of
 
         algo_cls = get(self.task, self.ref)
-        if self.name != algo_cls.name and not self.name.startswith(f"{algo_cls.name}["):
+        if not names_configuration_of(self.name, algo_cls.name):
             raise ValueError(f"{self.ref!r} resolves to algorithm {algo_cls.name!r}, expected {self.name!r}")
         return algo_cls
 

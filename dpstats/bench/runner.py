@@ -10,9 +10,12 @@ Plan
 ----
 For each selected task, algorithm of that task, instance of that task,
 epsilon and seed ``0..N-1`` there is one trial, identified by ``(algorithm,
-task, instance, epsilon, delta, seed)``. Defaults: all tasks, all registered
-algorithms (``standard`` and the comparison classes, built-in and from the
-``dpstats.algorithms`` entry-point group), epsilon in {0.3, 1, 3, 10},
+task, instance, epsilon, delta, seed)``. Defaults: all tasks, the whole roster
+(:func:`dpstats.algorithms.list_configurations`: the registered algorithms,
+``standard`` and the comparison classes, built-in and from the
+``dpstats.algorithms`` entry-point group, and the named configurations such
+as ``fwl_score[api]``; a tuned configuration runs only at the epsilon it was
+tuned for), epsilon in {0.3, 1, 3, 10},
 delta = 1e-6 and ``N = corpus.default_trials`` (10 for the public corpus, 30
 otherwise). Trials of one algorithm on one instance at one epsilon form a
 *job*, which a worker runs seed after seed with the instance loaded once.
@@ -57,7 +60,7 @@ Coverage benchmark
 resample of the instance, runs the method and records its 95 % interval and
 the non-private interval of the study's SE type on the same draw, in the
 ``intervals`` table of the results file. Without ``--algorithm`` it runs the
-algorithms whose class declares ``intervals = True``; a named algorithm is run
+roster entries that declare ``intervals = True``; a named one is run
 as asked, and a release without an interval is stored as a marked failure
 (``error``: ``no interval: ...``). Its jobs carry their kind of trial
 (:attr:`dpstats.bench.sandbox.Job.kind`), so they run on local workers or on
@@ -86,7 +89,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from dpstats.bench.model import STATUSES, AlgorithmRef, TrialResult
 from dpstats.bench.progress import Progress, format_seconds
@@ -103,6 +106,9 @@ from dpstats.bench.sandbox import (
 from dpstats.data.corpus import Corpus, InstanceSpec, public_corpus_path
 from dpstats.data.manifest import TASKS
 from dpstats.privacy.accounting import validate_budget
+
+if TYPE_CHECKING:
+    from dpstats.algorithms.configurations import Configuration
 
 __all__ = [
     "DEFAULT_EPSILONS",
@@ -221,11 +227,16 @@ class BenchConfig:
 
 @dataclass(frozen=True)
 class Selected:
-    """A selected algorithm: its reference, class and origin (builtin, plugin or entry-point)."""
+    """A selected roster entry: its reference, its configuration and origin (builtin, plugin or entry-point)."""
 
     ref: AlgorithmRef
-    cls: type
+    config: Configuration
     source: str
+
+    @property
+    def cls(self) -> type:
+        """The algorithm class the entry runs."""
+        return self.config.cls
 
 
 @dataclass
@@ -314,21 +325,22 @@ def _source_of(cls: type, ref: str) -> str:
     return "entry-point"
 
 
-def gives_intervals(cls: type) -> bool:
-    """Whether an algorithm class declares that its releases carry intervals (``intervals = True``)."""
-    return bool(cls.intervals)
+def gives_intervals(entry: Any) -> bool:
+    """Whether an algorithm class or roster configuration declares that its releases carry intervals."""
+    return bool(entry.intervals)
 
 
 def select_algorithms(names: Sequence[str] | None, tasks: Sequence[str], inference: bool = False) -> list[Selected]:
-    """Resolve algorithm names and plugins for the given tasks.
+    """Resolve roster names and plugins for the given tasks.
 
     Parameters
     ----------
     names : sequence of str or None
-        Registry names (taken in every listed task that has them) or
+        Roster names (registered algorithms and named configurations, such as
+        ``fwl_score[api]``; taken in every listed task that has them) or
         ``module:object`` plugins (run on their own task if it is listed).
-        None: every registered algorithm of the tasks (with ``inference``:
-        those that declare intervals, :func:`gives_intervals`).
+        None: the roster of the tasks (:func:`dpstats.algorithms.list_configurations`;
+        with ``inference``: the entries that declare intervals, :func:`gives_intervals`).
     tasks : sequence of str
     inference : bool
         Selection for the coverage benchmark.
@@ -338,21 +350,22 @@ def select_algorithms(names: Sequence[str] | None, tasks: Sequence[str], inferen
     ValueError
         A name that no selected task has, or nothing left to run.
     """
-    from dpstats.algorithms import get, list_algorithms, load_plugin
+    from dpstats.algorithms import Configuration, get_configuration, list_configurations, load_plugin
 
     out: list[Selected] = []
     seen: set[tuple[str, str]] = set()
 
-    def add(cls: type, ref: str) -> None:
-        if (cls.task, cls.name) not in seen:
-            seen.add((cls.task, cls.name))
-            out.append(Selected(AlgorithmRef.of(cls, ref), cls, _source_of(cls, ref)))
+    def add(config: Configuration) -> None:
+        if (config.task, config.name) not in seen:
+            seen.add((config.task, config.name))
+            out.append(Selected(AlgorithmRef.of_configuration(config), config,
+                                _source_of(config.cls, config.algorithm)))
 
     if not names:
         for task in tasks:
-            for cls in list_algorithms(task):
-                if not inference or gives_intervals(cls):
-                    add(cls, cls.name)
+            for config in list_configurations(task):
+                if not inference or gives_intervals(config):
+                    add(config)
         if inference and not out:
             raise ValueError(f"--inference: no registered algorithm of task(s) {list(tasks)} gives intervals")
         return out
@@ -360,18 +373,18 @@ def select_algorithms(names: Sequence[str] | None, tasks: Sequence[str], inferen
         if ":" in name:
             cls = load_plugin(name)
             if cls.task in tasks:  # a plugin of a task not selected is left out
-                add(cls, name)
+                add(Configuration.of(cls, name))
             continue
         found = False
         for task in tasks:
             try:
-                cls = get(task, name)
+                config = get_configuration(task, name)
             except ValueError:
                 continue
-            add(cls, name)
+            add(config)
             found = True
         if not found:
-            known = sorted({c.name for t in tasks for c in list_algorithms(t)})
+            known = sorted({c.name for t in tasks for c in list_configurations(t)})
             raise ValueError(f"no algorithm {name!r} for task(s) {list(tasks)}; known: {', '.join(known) or 'none'}")
     if not out:
         raise ValueError(f"none of the algorithms {list(names)} is for the task(s) {list(tasks)}")
@@ -430,9 +443,9 @@ def make_plan(corpus: Corpus, algorithms: Sequence[Selected], instances: Sequenc
         for sel in algorithms:
             if sel.ref.task != spec.task:
                 continue
-            tuned_eps = getattr(sel.cls, "tuned_epsilon", None)
+            tuned_eps = sel.config.epsilon
             for eps in epsilons:
-                # a tuned variant runs only at the privacy level it was tuned for
+                # a tuned configuration runs only at the privacy level it was tuned for
                 if tuned_eps is not None and not math.isclose(float(eps), float(tuned_eps), rel_tol=1e-12):
                     continue
                 todo = []
@@ -588,7 +601,7 @@ def run_bench(config: BenchConfig, out: Any = None, log: Callable[[str], None] |
     specs = select_instances(corpus, tasks, config.instances, per_study)
     if config.inference:
         for sel in algos:
-            if not gives_intervals(sel.cls):
+            if not gives_intervals(sel.config):
                 log(f"dpstats bench: --inference: {sel.ref.task} algorithm {sel.ref.name!r} does not declare "
                     "intervals; its trials are stored as 'no interval' failures unless its releases carry one")
     workers = config.workers if config.workers is not None else (
@@ -605,7 +618,7 @@ def run_bench(config: BenchConfig, out: Any = None, log: Callable[[str], None] |
         store.bind_corpus(corpus.name, root, corpus.is_public)
         store.bind_secure(config.secure)
         for sel in algos:
-            store.add_algorithm(sel.cls.metadata(), sel.ref.ref, sel.source)
+            store.add_algorithm(sel.config.metadata(), sel.config.ref, sel.source)
         plan = make_plan(corpus, algos, specs, eps, delta, trials,
                          store.stored_interval_keys() if config.inference else store.stored_keys(),
                          secure=config.secure, inference=config.inference, costs=_costs(config, store))
@@ -614,7 +627,7 @@ def run_bench(config: BenchConfig, out: Any = None, log: Callable[[str], None] |
         run_config = {
             "preset": preset.name, "tasks": tasks, "epsilons": list(eps), "delta": delta, "trials": trials,
             "seeds": f"0..{trials - 1}", "rng": rng_desc, "secure": bool(config.secure),
-            "algorithms": [f"{s.ref.task}:{s.ref.name}" for s in algos], "algorithm_refs": [s.ref.ref for s in algos],
+            "algorithms": [f"{s.ref.task}:{s.ref.name}" for s in algos], "algorithm_refs": [s.config.ref for s in algos],
             "instances": [s.id for s in specs], "time_limit": limits.time, "memory_mb": limits.memory_mb,
             "workers": None if config.dask else workers, "dask": config.dask, "argv": sys.argv,
             "inference": bool(config.inference),

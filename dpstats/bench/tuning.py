@@ -27,7 +27,7 @@ level:
    infinity rule) with ties going to the default, then to the earlier
    candidate.
 4. **Held-out check.** The best candidate and the default run on the
-   held-out studies; the tuned variant is *accepted* only if its held-out
+   held-out studies; the tuned configuration is *accepted* only if its held-out
    rank key is strictly better than the default's (a smaller finite tau@50,
    or under the infinity rule a higher reached rate, then a smaller threshold)
    and, with ``--min-improvement F``, its finite tau@50 is at least a share
@@ -35,12 +35,14 @@ level:
 
 The outcome, accepted or not, is written as JSON (default: the package's
 ``dpstats/tuned/`` folder) with the split, the grid, every score and the
-decision. :func:`register_tuned` registers each accepted configuration as an
-algorithm named ``<algorithm>_tuned_eps<E>`` (e.g. ``coinpress_tuned_eps1``)
-whose defaults are the tuned values; it has the base algorithm's privacy
-class and the attribute ``tuned_epsilon`` (the level it was tuned for).
+decision. :func:`register_tuned` adds each accepted configuration to the
+roster as a :class:`~dpstats.algorithms.configurations.Configuration` named
+``<algorithm>_tuned_eps<E>`` (e.g. ``coinpress_tuned_eps1``): the base
+algorithm run with the tuned values as params, with the base algorithm's
+privacy class and the attribute ``epsilon`` (the level it was tuned for, the
+only one the benchmark runs it at).
 
-Tuning uses public data only, so a tuned variant keeps the privacy argument
+Tuning uses public data only, so a tuned configuration keeps the privacy argument
 of its base algorithm: its hyperparameters are fixed before it sees the data
 it is scored on (the withheld corpus).
 """
@@ -59,7 +61,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from dpstats.algorithms.tuned import TUNED_DIR, load_tuned, register_tuned, tuned_name
+from dpstats.algorithms.configurations import TUNED_DIR, load_tuned, register_tuned, tuned_name
 from dpstats.bench import evaluation as ev
 from dpstats.bench import leaderboard as lbd
 from dpstats.bench.model import _PROBLEMS, AlgorithmRef, Problem, TrialResult, cache_problem

@@ -1,4 +1,4 @@
-"""``dpstats algorithms``: list the registered private algorithms."""
+"""``dpstats algorithms``: list the roster: the registered private algorithms and the named configurations."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from dpstats.data.manifest import TASKS
 
 
 def cmd_algorithms(args: argparse.Namespace) -> int:
-    from dpstats.algorithms import list_algorithms
+    from dpstats.algorithms import list_configurations
 
-    algos = list_algorithms(args.task)
-    meta = [a.metadata() for a in algos]
+    meta = [c.metadata() for c in list_configurations(args.task)]
     if args.json:
         print(_dump(meta))
     else:
@@ -23,7 +22,7 @@ def cmd_algorithms(args: argparse.Namespace) -> int:
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """``dpstats algorithms [--task T] [--json]``."""
-    pa = sub.add_parser("algorithms", help="list the private algorithms")
+    pa = sub.add_parser("algorithms", help="list the private algorithms and their named configurations")
     pa.add_argument("--task", choices=TASKS)
     pa.add_argument("--json", action="store_true")
     pa.set_defaults(func=cmd_algorithms)

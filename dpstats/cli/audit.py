@@ -23,7 +23,7 @@ def _build_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                     "worst-case canary row, choose distinguishing statistics on one half of the runs and evaluate "
                     "them on the other, and report epsilon lower bounds (Clopper-Pearson, one-run, zCDP and GDP "
                     "against the algorithm's ledger) and the canary exposure. Exit status 1 on a violation.")
-    p.add_argument("algorithm", help="registry name or module:object plugin")
+    p.add_argument("algorithm", help="roster name (fwl_score, fwl_score[api]) or module:object plugin")
     p.add_argument("--task", choices=TASKS, help="the task (needed when the name exists for several)")
     p.add_argument("--epsilon", type=float, default=1.0, help="the claimed epsilon, run with (1)")
     p.add_argument("--delta", type=float, default=1e-6, help="delta (1e-6)")

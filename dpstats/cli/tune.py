@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dpstats.algorithms.tuned import TUNED_DIR
+from dpstats.algorithms.configurations import TUNED_DIR
 from dpstats.bench.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT
 from dpstats.bench.tuning import tune, write_tuned
 from dpstats.data.manifest import TASKS
@@ -15,7 +15,7 @@ def _build_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "tune", help="tune an algorithm's hyperparameters on the public corpus at each epsilon",
         description="Tune hyperparameters on training studies of the public corpus (seeded split by study) over the "
-                    "algorithm's grid, and keep the tuned variant only if it beats the defaults' tau@50 on the "
+                    "algorithm's grid, and keep the tuned configuration only if it beats the defaults' tau@50 on the "
                     "held-out studies. Writes a JSON file per epsilon.")
     p.add_argument("algorithm", help="registry name")
     p.add_argument("--epsilon", type=float, nargs="+", action="extend", required=True, metavar="E",

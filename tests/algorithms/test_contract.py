@@ -1,9 +1,11 @@
-"""The contract every registered algorithm keeps, tested over the whole registry.
+"""The contract every roster entry keeps, tested over the whole roster.
 
-One parametrised test per clause, over :func:`dpstats.algorithms.list_algorithms`
+One parametrised test per clause, over :func:`dpstats.algorithms.list_configurations`
 (built-in algorithms, the sce wrappers of the linreg ones, entry-point
-plugins and accepted tuned variants alike; when the package ships no tuned
-variant, one built by the loader from a written file stands in), on small real instances of each
+plugins, the API's configurations and accepted tuned configurations alike,
+each built from its spec as :func:`dpstats.algorithms.release.release` builds
+it; when the package ships no tuned configuration, one read by the loader
+from a written file stands in), on small real instances of each
 task from the public corpus (a d = 2 one and a larger one, so that the
 one-regressor methods and the block methods both release), at epsilon 1 and
 at a small epsilon where the propose-test-release methods decline:
@@ -36,8 +38,8 @@ import numpy as np
 import pytest
 
 import dpstats.algorithms as registry
-from dpstats.algorithms import INTERPRETATIONS, TASKS, Decline, Release, get, list_algorithms
-from dpstats.algorithms.tuned import load_tuned
+from dpstats.algorithms import INTERPRETATIONS, TASKS, Decline, Release, get, list_algorithms, list_configurations
+from dpstats.algorithms.configurations import Configuration, load_tuned
 from dpstats.data.corpus import Corpus
 from dpstats.privacy.accounting import PrivacyLeakWarning, gdp_delta, gdp_mu, zcdp_epsilon, zcdp_rho
 
@@ -53,11 +55,12 @@ SEEDS = (0, 1)
 TOL = 1e-9
 
 REGISTERED = list_algorithms()
+ROSTER = list_configurations()
 
 
-def _tuned_example() -> list[type]:
-    """A tuned variant built by the loader from a written file, when the package ships none."""
-    if any(getattr(c, "tuned_from", None) for c in REGISTERED):
+def _tuned_example() -> list[Configuration]:
+    """A tuned configuration read by the loader from a written file, when the package ships none."""
+    if any(c.kind == "tuned" for c in ROSTER):
         return []
     spec = {"format": 1, "accepted": True, "task": "mean", "algorithm": "kv_clip", "epsilon": 1.0,
             "params": {"range_share": 0.25}}
@@ -67,13 +70,13 @@ def _tuned_example() -> list[type]:
         return load_tuned(d)
 
 
-#: the registry, plus a tuned variant (a roster entry of the same kind) when none is registered
-ALGORITHMS = REGISTERED + _tuned_example()
+#: the roster, plus a tuned configuration when none is in it
+ALGORITHMS = ROSTER + _tuned_example()
 _BY_NAME = {(c.task, c.name): c for c in ALGORITHMS}
 
 
-def _id(cls: type) -> str:
-    return f"{cls.task}-{cls.name}"
+def _id(entry: Configuration) -> str:
+    return f"{entry.task}-{entry.name}"
 
 
 @cache
@@ -82,12 +85,16 @@ def _instance(iid: str):
     return inst.task_data(), inst.facts
 
 
-def _run(cls, iid: str, eps: float, seed: int):
-    """The outcome and the warnings of one run (every warning recorded)."""
+def _run(entry: Configuration, iid: str, eps: float, seed: int):
+    """The outcome and the warnings of one run (every warning recorded).
+
+    The algorithm is built from the entry's spec, as ``release`` builds it, and run without ``release``'s
+    outcome check, which the tests below make themselves.
+    """
     data, facts = _instance(iid)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out = cls().run(data, facts, eps, DELTA, np.random.default_rng(seed))
+        out = entry.spec().build().run(data, facts, eps, DELTA, np.random.default_rng(seed))
     return out, [(w.category, str(w.message)) for w in caught]
 
 
@@ -113,16 +120,18 @@ def _ledger(out) -> tuple[set[str], float]:
 
 
 def test_the_registry_is_what_is_tested():
-    """Every task is present and every registered class is a distinct, resolvable entry."""
+    """Every task is present, every registered class is a distinct, resolvable entry, and so is every configuration."""
     assert {c.task for c in ALGORITHMS} == set(TASKS) == set(INSTANCES)
     assert len(_BY_NAME) == len(ALGORITHMS) >= 40
     for cls in REGISTERED:
         assert get(cls.task, cls.name) is cls
-    # tuned variants are tested like the others
-    tuned = [c for c in ALGORITHMS if getattr(c, "tuned_from", None)]
-    assert tuned and all(c.name.startswith(c.tuned_from + "_tuned_eps") for c in tuned)
+    assert [(c.task, c.name) for c in ROSTER if c.kind == "algorithm"] == [(c.task, c.name) for c in REGISTERED]
+    # the API's and the tuned configurations are tested like the others
+    assert {c.name for c in ALGORITHMS if c.kind == "api"} == {"fwl_score[api]", "dpnewton[api]", "adaptive_whiten[api]"}
+    tuned = [c for c in ALGORITHMS if c.kind == "tuned"]
+    assert tuned and all(c.name.startswith(c.algorithm + "_tuned_eps") and c.params for c in tuned)
     # the sce wrappers of the linreg algorithms are among them
-    assert any(c.wraps is not None for c in ALGORITHMS if c.task == "sce")
+    assert any(c.cls.wraps is not None for c in ALGORITHMS if c.task == "sce")
 
 
 def test_every_algorithm_module_is_a_builtin_module():
@@ -149,26 +158,26 @@ def test_the_allow_list_test_covers_the_same_registry():
     assert set(allow.INSTANCES) == set(TASKS)
 
 
-@pytest.mark.parametrize("cls", ALGORITHMS, ids=_id)
-def test_metadata(cls):
-    assert cls.task in TASKS and cls.interpretation in INTERPRETATIONS
-    assert cls.name and cls.citation
-    for p in cls.defaults.values():
-        assert isinstance(p.source, str) and p.source, (cls.name, p)
-    meta = cls.metadata()
-    assert meta["name"] == cls.name and meta["task"] == cls.task
+@pytest.mark.parametrize("entry", ALGORITHMS, ids=_id)
+def test_metadata(entry):
+    assert entry.task in TASKS and entry.interpretation in INTERPRETATIONS
+    assert entry.name and entry.cls.citation
+    for p in entry.defaults.values():
+        assert isinstance(p.source, str) and p.source, (entry.name, p)
+    meta = entry.metadata()
+    assert meta["name"] == entry.name and meta["task"] == entry.task
 
 
-@pytest.mark.parametrize("cls", ALGORITHMS, ids=_id)
-def test_outcome_shape_and_declines(cls):
-    d_of = {iid: _instance(iid)[0].d for iid in INSTANCES[cls.task]}
-    for (iid, eps, seed), (out, _) in _runs(cls.task, cls.name).items():
-        where = (cls.name, iid, eps, seed)
+@pytest.mark.parametrize("entry", ALGORITHMS, ids=_id)
+def test_outcome_shape_and_declines(entry):
+    d_of = {iid: _instance(iid)[0].d for iid in INSTANCES[entry.task]}
+    for (iid, eps, seed), (out, _) in _runs(entry.task, entry.name).items():
+        where = (entry.name, iid, eps, seed)
         assert isinstance(out, (Release, Decline)), where
         if isinstance(out, Release):
             est = out.estimate
             assert isinstance(est, np.ndarray) and est.dtype == float, where
-            assert est.shape == ((1,) if cls.task == "sce" else (d_of[iid],)), (where, est.shape)
+            assert est.shape == ((1,) if entry.task == "sce" else (d_of[iid],)), (where, est.shape)
             assert np.all(np.isfinite(est)), where
             if out.std_error is not None:
                 assert np.asarray(out.std_error).shape == est.shape, where
@@ -176,11 +185,11 @@ def test_outcome_shape_and_declines(cls):
             assert isinstance(out.reason, str) and out.reason.strip(), where
 
 
-@pytest.mark.parametrize("cls", ALGORITHMS, ids=_id)
-def test_budget_is_spent_exactly(cls):
+@pytest.mark.parametrize("entry", ALGORITHMS, ids=_id)
+def test_budget_is_spent_exactly(entry):
     """A release reports the budget and its ledger spends exactly the capacity; a decline spends at most it."""
-    for (iid, eps, seed), (out, _) in _runs(cls.task, cls.name).items():
-        where = (cls.name, iid, eps, seed)
+    for (iid, eps, seed), (out, _) in _runs(entry.task, entry.name).items():
+        where = (entry.name, iid, eps, seed)
         units, total = _ledger(out)
         assert len(units) <= 1, (where, "a ledger in several units", units)
         assert all(e[1] >= 0 for e in out.ledger), where
@@ -220,36 +229,36 @@ def _details(out) -> str:
     return repr(sorted((k, repr(v)) for k, v in out.details.items()))
 
 
-@pytest.mark.parametrize("cls", ALGORITHMS, ids=_id)
-def test_seeded_determinism(cls):
+@pytest.mark.parametrize("entry", ALGORITHMS, ids=_id)
+def test_seeded_determinism(entry):
     """Same seed: the identical outcome. Another seed: another release (the noise is drawn from ``rng``)."""
-    runs = _runs(cls.task, cls.name)
+    runs = _runs(entry.task, entry.name)
     compared = 0
-    for iid in INSTANCES[cls.task]:
+    for iid in INSTANCES[entry.task]:
         for eps in EPSILONS:
             first, again, other = runs[(iid, eps, 0)][0], runs[(iid, eps, -1)][0], runs[(iid, eps, 1)][0]
-            assert _same(first, again), (cls.name, iid, eps)
+            assert _same(first, again), (entry.name, iid, eps)
             seed = 2
             while isinstance(first, Release) and not isinstance(other, Release) and seed < 6:
-                other, seed = _run(cls, iid, eps, seed)[0], seed + 1  # a seed that releases too
+                other, seed = _run(entry, iid, eps, seed)[0], seed + 1  # a seed that releases too
             if isinstance(first, Release) and isinstance(other, Release):
                 compared += 1
                 # the estimate, or when it is clamped (e.g. to 0) the paid statistics released with it
                 moved = not np.array_equal(first.estimate, other.estimate) or _details(first) != _details(other)
-                assert moved, (cls.name, iid, eps, "seed ignored")
+                assert moved, (entry.name, iid, eps, "seed ignored")
     released = any(isinstance(o, Release) for o, _ in runs.values())
-    assert compared or not released, (cls.name, "no pair of releases to compare")
+    assert compared or not released, (entry.name, "no pair of releases to compare")
 
 
-@pytest.mark.parametrize("cls", ALGORITHMS, ids=_id)
-def test_warnings_follow_the_interpretation_class(cls):
+@pytest.mark.parametrize("entry", ALGORITHMS, ids=_id)
+def test_warnings_follow_the_interpretation_class(entry):
     """``standard``: no PrivacyLeakWarning. Otherwise: a PrivacyLeakWarning naming the class at every run."""
-    for key, (_, caught) in _runs(cls.task, cls.name).items():
+    for key, (_, caught) in _runs(entry.task, entry.name).items():
         leak = [m for c, m in caught if issubclass(c, PrivacyLeakWarning)]
-        if cls.interpretation == "standard":
-            assert not leak, (cls.name, key, leak)
+        if entry.interpretation == "standard":
+            assert not leak, (entry.name, key, leak)
         else:
-            assert leak and any(cls.interpretation in m for m in leak), (cls.name, key, caught)
+            assert leak and any(entry.interpretation in m for m in leak), (entry.name, key, caught)
 
 
 def test_release_carries_the_interval():
@@ -276,7 +285,7 @@ def test_release_carries_the_interval():
 
 def test_no_details_key_is_an_interval_field():
     """``std_error``, ``df`` and ``bias_bound`` are keyword arguments of ``release``: never ``details`` keys."""
-    for cls in ALGORITHMS:
+    for cls in REGISTERED:
         assert not {"std_error", "df", "bias_bound"} & set(cls.public_details), _id(cls)
 
 
@@ -307,8 +316,7 @@ def test_every_interval_says_what_it_covers():
 def test_no_import_cycle_in_the_algorithms_package():
     """No module of ``dpstats.algorithms`` imports one that imports it back (imports inside functions too).
 
-    The registry loads ``BUILTIN_MODULES`` by name (importlib), which the graph does not see; the roster
-    variants of ``dpstats.algorithms.tuned`` reach it through ``registry.after_builtins``.
+    The registry loads ``BUILTIN_MODULES`` by name (importlib), which the graph does not see.
     """
     grimp = pytest.importorskip("grimp")
     graph = grimp.build_graph("dpstats", cache_dir=None)

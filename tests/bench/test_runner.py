@@ -72,10 +72,12 @@ def test_presets_and_explicit_options(mroz_corpus):
 
 
 def test_algorithm_selection():
-    from dpstats.algorithms import list_algorithms
+    from dpstats.algorithms import list_configurations
 
+    # the roster: the registered algorithms and the named configurations (adaptive_whiten[api])
     sel = R.select_algorithms(None, ["mean"])
-    assert [s.ref.name for s in sel] == [c.name for c in list_algorithms("mean")]
+    assert [s.ref.name for s in sel] == [c.name for c in list_configurations("mean")]
+    assert "adaptive_whiten[api]" in [s.ref.name for s in sel]
     sel = R.select_algorithms([P + "NoisyMean"], ["sce", "mean"])
     assert [(s.ref.name, s.ref.ref, s.source) for s in sel] == [("test_noisy_mean", P + "NoisyMean", "plugin")]
     # once loaded, a plugin is found by name in its task
@@ -205,11 +207,11 @@ def test_entry_point_plugins_are_benchmarked(tmp_path, mroz_corpus):
     # the task's whole roster ran as well, as a fresh process lists it (this process's registry
     # may hold plugins that other tests registered)
     listing = subprocess.run(
-        [sys.executable, "-c", "from dpstats.algorithms import list_algorithms; "
-         "print(' '.join(c.name for c in list_algorithms('mean')))"],
+        [sys.executable, "-c", "from dpstats.algorithms import list_configurations; "
+         "print(' '.join(c.name for c in list_configurations('mean')))"],
         env=env, capture_output=True, text=True, timeout=120, check=True,
     )
     roster = set(listing.stdout.split())
-    assert "test_entry_point_mean" in roster and "adaptive_whiten" in roster
+    assert "test_entry_point_mean" in roster and "adaptive_whiten" in roster and "adaptive_whiten[api]" in roster
     assert set(df.algorithm) == roster
     assert math.isfinite(mine.ratio.max())

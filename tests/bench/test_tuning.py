@@ -12,9 +12,10 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from dpstats.algorithms import _REGISTRY, tuned
+from dpstats.algorithms import _REGISTRY
+from dpstats.algorithms import configurations as tuned
 from dpstats.algorithms.base import Algorithm, Param, Release
-from dpstats.algorithms.release import AlgorithmSpec
+from dpstats.algorithms.release import AlgorithmSpec, Budget, release
 from dpstats.bench import tuning
 from dpstats.bench.model import AlgorithmRef
 from dpstats.bench.scoring import score
@@ -159,15 +160,26 @@ def test_tuning_accepts_a_better_clip_and_writes_the_evidence(toy_corpus: Corpus
     assert spec["grid"]["axes"] == {"clip": [6.0, 32.0, 128.0]}
     assert isinstance(spec["scores"]["heldout"]["tuned"]["tau50"], float)
 
-    # the loader builds the roster entry from the file
-    classes = tuned.load_tuned(tmp_path, resolve=lambda task, name: {"toy_grid": ToyGrid}[name])
-    assert len(classes) == 1
-    cls = classes[0]
-    assert cls.name == "toy_grid_tuned_eps1" and cls.task == "mean" and cls.interpretation == "standard"
-    assert cls.tuned_epsilon == 1.0 and cls.tuned_from == "toy_grid"
-    assert cls().params == {"clip": 6.0, "label": "x"}
-    assert "tuned at epsilon = 1" in cls.defaults["clip"].source
-    assert issubclass(cls, ToyGrid)
+    # the loader reads the roster entry from the file: a configuration of ToyGrid, no class of its own
+    configs = tuned.load_tuned(tmp_path, resolve=lambda task, name: {"toy_grid": ToyGrid}[name])
+    assert len(configs) == 1
+    cfg = configs[0]
+    assert isinstance(cfg, tuned.Configuration)
+    assert cfg.name == "toy_grid_tuned_eps1" and cfg.task == "mean" and cfg.interpretation == "standard"
+    assert cfg.kind == "tuned" and cfg.epsilon == 1.0 and cfg.algorithm == "toy_grid" and cfg.cls is ToyGrid
+    assert cfg.file == "mean_toy_grid_eps1.json" and not cfg.intervals
+    assert dict(cfg.params) == {"clip": 6.0}
+    spec = cfg.spec()
+    assert spec == AlgorithmSpec("mean", "toy_grid", {"clip": 6.0}) and spec.cls is ToyGrid
+    assert type(spec.build()) is ToyGrid and spec.build().params == {"clip": 6.0, "label": "x"}
+    assert "tuned at epsilon = 1" in cfg.defaults["clip"].source and cfg.defaults["label"].value == "x"
+    assert cfg.metadata()["name"] == "toy_grid_tuned_eps1"
+    # it releases through release() with the tuned params: the release of ToyGrid(clip=6)
+    p = tuning._problems(toy_corpus, ["toy0"])[0][0]
+    out = release(spec, p.data, p.facts, Budget(1.0, 1e-6), np.random.default_rng(5))
+    want = ToyGrid(clip=6.0).run(p.data, p.facts, 1.0, 1e-6, np.random.default_rng(5))
+    assert np.array_equal(out.estimate, want.estimate)
+    assert not any(c is not ToyGrid and issubclass(c, ToyGrid) for c in _REGISTRY.values())
 
 
 def test_min_improvement_margin(toy_corpus: Corpus) -> None:
@@ -201,8 +213,8 @@ def test_loader_with_empty_missing_and_bad_folders(tmp_path: Path) -> None:
     assert tuned.load_tuned(tmp_path) == []
     assert tuned.register_tuned(tmp_path) == []
     # the shipped folder registers without error, and every accepted file names a registered algorithm
-    for cls in tuned.register_tuned():
-        assert cls.name.startswith(cls.tuned_from + "_tuned_eps")
+    for cfg in tuned.register_tuned():
+        assert cfg.name.startswith(cfg.algorithm + "_tuned_eps") and cfg.cls is _REGISTRY[(cfg.task, cfg.algorithm)]
     (tmp_path / "broken.json").write_text("{not json")
     (tmp_path / "unknown.json").write_text(json.dumps(
         {"accepted": True, "task": "mean", "algorithm": "no_such_algorithm", "epsilon": 1.0, "params": {}}))

@@ -392,7 +392,8 @@ def run_trial(algorithm: str | type, problem: Problem, epsilon: float, delta: fl
     Parameters
     ----------
     algorithm : str or Algorithm subclass
-        A registered name (for ``problem.task``), a ``module:object`` plugin, or a class.
+        A roster name (for ``problem.task``: a registered algorithm or a named
+        configuration such as ``fwl_score[api]``), a ``module:object`` plugin, or a class.
     problem : Problem
     epsilon, delta : float
     seed : int
@@ -409,11 +410,10 @@ def run_trial(algorithm: str | type, problem: Problem, epsilon: float, delta: fl
     -------
     TrialResult
     """
-    from dpstats.algorithms import get, register
+    from dpstats.algorithms import get_configuration, register
 
     if isinstance(algorithm, str):
-        algo_cls = get(problem.task, algorithm)
-        ref = AlgorithmRef.of(algo_cls, algorithm)
+        ref = AlgorithmRef.of_configuration(get_configuration(problem.task, algorithm))
     else:
         algo_cls = algorithm
         if algo_cls.task != problem.task:
