@@ -27,7 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dpstats.algorithms import list_algorithms  # noqa: E402
+from dpstats.algorithms import list_configurations  # noqa: E402
 from dpstats.algorithms.mean.adaptive import AdaptiveClip  # noqa: E402
 from dpstats.audit import audit, gaussian_power  # noqa: E402
 
@@ -266,22 +266,22 @@ def main(argv=None) -> int:
         skipped: list[str] = []
         for task in args.tasks:
             # opt-in algorithms (slow synthesize-then-estimate) are audited when named with --only
-            for cls in list_algorithms(task, "standard", opt_in=bool(args.only)):
-                if args.only and cls.name not in args.only:
+            for entry in list_configurations(task, "standard", opt_in=bool(args.only)):
+                if args.only and entry.name not in args.only:
                     continue
-                kw = dict(OVERRIDES.get((task, cls.name), {}))
+                kw = dict(OVERRIDES.get((task, entry.name), {}))
                 if "skip" in kw:
-                    print(f"{task} {cls.name}: not audited ({kw['skip']})", flush=True)
-                    skipped.append(f"`{cls.name}` ({task}): not audited: {kw['skip']}.")
+                    print(f"{task} {entry.name}: not audited ({kw['skip']})", flush=True)
+                    skipped.append(f"`{entry.name}` ({task}): not audited: {kw['skip']}.")
                     continue
                 trials = min(kw.pop("trials", args.trials), args.trials)
-                print(f"{task} {cls.name} ({trials} releases{', ' + str(kw) if kw else ''})", flush=True)
-                key = f"{task}/{cls.name}/{args.epsilon:g}/{trials}/{args.seed}"
+                print(f"{task} {entry.name} ({trials} releases{', ' + str(kw) if kw else ''})", flush=True)
+                key = f"{task}/{entry.name}/{args.epsilon:g}/{trials}/{args.seed}"
                 if key in done:
                     rows.append(done[key])
                     print("  (resumed)", flush=True)
                     continue
-                r = audit(cls.name, task=task, epsilon=args.epsilon, trials=trials, workers=args.workers,
+                r = audit(entry.name, task=task, epsilon=args.epsilon, trials=trials, workers=args.workers,
                           seed=args.seed, **kw)
                 row = _row(r)
                 row["setting"] = ", ".join(f"{k} = {v}" for k, v in kw.items())
@@ -305,7 +305,7 @@ def main(argv=None) -> int:
             for r in merged:
                 r.setdefault("command", main_command)
             order = {(t, c.name): i for i, (t, c) in enumerate((t, c) for t in ("sce", "linreg", "mean")
-                                                                for c in list_algorithms(t, "standard", opt_in=True))}
+                                                                for c in list_configurations(t, "standard", opt_in=True))}
             rows = sorted(merged + list(new.values()), key=lambda r: order.get((r["task"], r["algorithm"]), 1 << 30))
             results["command"] = main_command
         else:

@@ -23,7 +23,7 @@ import warnings
 
 import numpy as np
 
-from dpstats.algorithms import list_algorithms
+from dpstats.algorithms import list_configurations
 from dpstats.data.corpus import Corpus
 
 
@@ -67,7 +67,7 @@ def main() -> None:
     for task in args.task:
         ids = [i for i in (args.instance or pick_instances(corpus, task, args.studies)) if corpus.spec(i).task == task]
         insts = [corpus.instance(i) for i in ids]
-        for cls in list_algorithms(task):
+        for cfg in list_configurations(task):
             per_inst = []
             meds = []
             worst = 0.0
@@ -76,7 +76,7 @@ def main() -> None:
                 base = _timed(lambda: _nonprivate(task, data.X, data.y), 5)
                 ts = []
                 for seed in range(args.seeds):
-                    algo = cls()
+                    algo = cfg.spec().build()
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         t = time.perf_counter()
@@ -87,15 +87,15 @@ def main() -> None:
                 worst = max(worst, max(ts))
                 per_inst.append(med / max(base, 1e-6))
             rows.append({
-                "task": task, "algorithm": cls.name, "interpretation": cls.interpretation, "iterative": cls.iterative,
+                "task": task, "algorithm": cfg.name, "interpretation": cfg.interpretation, "iterative": cfg.cls.iterative,
                 "median_ratio_to_ols": round(statistics.median(per_inst), 2),
                 "median_trial_seconds": round(statistics.median(meds), 4), "max_trial_seconds": round(worst, 3),
                 "instances": len(insts),
             })
             r = rows[-1]
-            print(f"{task:7s} {cls.name:28s} x{r['median_ratio_to_ols']:>9.2f}  median {r['median_trial_seconds']:.4f}s"
+            print(f"{task:7s} {cfg.name:28s} x{r['median_ratio_to_ols']:>9.2f}  median {r['median_trial_seconds']:.4f}s"
                   f"  max {r['max_trial_seconds']:.3f}s"
-                  + ("  (iterative)" if cls.iterative else ""), flush=True)
+                  + ("  (iterative)" if cfg.cls.iterative else ""), flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=2)

@@ -73,14 +73,14 @@ def machine() -> str:
 
 def overhead(trials: int) -> None:
     """Every roster algorithm on one instance per task: a plain loop against ``run_bench`` with one worker."""
-    from dpstats.algorithms import list_algorithms
+    from dpstats.algorithms import list_configurations
 
     root = str(public_corpus_path())
     print(f"\n## Harness overhead (every algorithm, {trials} trials each at epsilon 1, one worker)\n")
     print("| instances | trials | algorithm time s | plain loop s | harness s | overhead | ms per trial |")
     print("|---|---|---|---|---|---|---|")
     for label, ids in SETTINGS.items():
-        algos = {task: list_algorithms(task) for task in ids}
+        algos = {task: list_configurations(task) for task in ids}
         t0 = time.perf_counter()
         problems = {task: load_problem(root, iid) for task, iid in ids.items()}  # forked workers inherit them
         load_s = time.perf_counter() - t0
@@ -88,9 +88,9 @@ def overhead(trials: int) -> None:
         seconds = 0.0
         n = 0
         for task, problem in problems.items():
-            for cls in algos[task]:
+            for cfg in algos[task]:
                 for seed in range(trials):
-                    seconds += execute(cls, problem, 1.0, 1e-6, seed)[3]
+                    seconds += execute(cfg.spec(), problem, 1.0, 1e-6, seed)[3]
                     n += 1
         loop = time.perf_counter() - t0
         with tempfile.TemporaryDirectory() as tmp:

@@ -1,4 +1,4 @@
-"""Snapshot every registered algorithm's releases bit for bit, or compare two snapshots.
+"""Snapshot the releases of the whole roster bit for bit, or compare two snapshots.
 
 A refactor that must not change a number (moving code, routing noise through the
 accountant's charging calls) is checked by snapshotting before and after::
@@ -6,9 +6,11 @@ accountant's charging calls) is checked by snapshotting before and after::
     python benchmarks/snapshot_releases.py write before.json [--task sce linreg mean]
     python benchmarks/snapshot_releases.py compare before.json after.json
 
-Each release (every registered algorithm on a few public instances, at three
-epsilons and three seeds) is kept as the float.hex of its estimate, or its decline
-reason, with the costs of its ledger. ``compare`` exits 1 on any difference.
+Each release (every roster entry, :func:`dpstats.algorithms.list_configurations`:
+the registered algorithms and the named configurations such as ``fwl_score[api]``,
+on a few public instances, at three epsilons and three seeds) is kept as the
+float.hex of its estimate, or its decline reason, with the costs of its ledger.
+``compare`` exits 1 on any difference.
 Run ``write`` with ``PYTHONPATH`` at the tree to snapshot.
 """
 from __future__ import annotations
@@ -30,20 +32,22 @@ SEEDS = (0, 1, 2)
 
 def write(out: str, tasks: list[str]) -> None:
     from dpstats.data.corpus import Corpus
-    from dpstats.algorithms import list_algorithms
+    from dpstats.algorithms import list_configurations
 
     corpus = Corpus.public()
     snap = {}
     for task in tasks:
         insts = [corpus.instance(i) for i in INSTANCES[task]]
-        for cls in list_algorithms(task):
+        for cfg in list_configurations(task):
             for inst in insts:
                 for eps in EPS:
                     for seed in SEEDS:
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")
-                            out_ = cls().run(inst.task_data(), inst.facts, eps, 1e-6, np.random.default_rng(seed))
-                        key = f"{task}/{cls.name}/{inst.facts.instance}/{eps}/{seed}"
+                            # release() without its outcome check, so that a non-finite estimate is kept too
+                            out_ = cfg.spec().build().run(inst.task_data(), inst.facts, eps, 1e-6,
+                                                          np.random.default_rng(seed))
+                        key = f"{task}/{cfg.name}/{inst.facts.instance}/{eps}/{seed}"
                         if out_.released:
                             est = [float(x).hex() for x in np.asarray(out_.estimate).ravel()]
                         else:
