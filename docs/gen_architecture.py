@@ -22,7 +22,7 @@ WHAT = {
     "api": "private_coef, private_ols, private_mean",
     "audit": "privacy audits",
     "bench": "model, trial, scoring, inference, runner, store, evaluation, metrics, tuning, report, synth/",
-    "algorithms": "registry (BUILTIN_MODULES), base contract, sce/ linreg/ mean/, tuned",
+    "algorithms": "registry (BUILTIN_MODULES), base contract, sce/ linreg/ mean/, configurations",
     "synth": "synthesizers: schema, discretisers, pipeline, mechanisms (SYNTHESIZERS)",
     "ols": "covariance, non-private baselines, verify, R engine",
     "data": "manifest, sources, corpus, instance, facts (PublicFacts, TaskData)",
