@@ -59,9 +59,12 @@ nitpicky = False
 
 
 def _generate(app) -> None:  # noqa: ANN001
+    import gen_algorithm_figures
     import gen_studies
 
     gen_studies.write_pages(ROOT / "replication", Path(app.srcdir) / "generated" / "studies")
+    # each algorithm page's benchmark figures, from docs/benchmark/*_public_quick.csv
+    gen_algorithm_figures.write_figures(Path(app.srcdir))
 
 
 def setup(app):  # noqa: ANN001
