@@ -53,7 +53,8 @@ python benchmarks/ratio_table.py results/bench.sqlite \\
 COVERAGE_COMMAND = """\
 dpstats bench --inference --preset quick --epsilon 0.3 1 3 10 --trials 5 --workers 2 \\
     --results inference.sqlite
-dpstats report --results inference.sqlite --out report   # report/coverage.csv: coverage_public_quick.csv"""
+dpstats report --results inference.sqlite --out report
+cp report/coverage.csv docs/benchmark/coverage_public_quick.csv"""
 
 
 def _eps(e: float) -> str:
@@ -152,7 +153,7 @@ def _profile_figure(prof: Profiles, task: str, names: list[str]) -> bytes:
     ncol = len(eps_list)
     entries = max(len(leaders[e]) + sum(a in boards[e]["algorithm"].values for a in names) for e in eps_list)
     # in inches: title, axes, tick labels and x label, then the legend under each panel
-    top_in, axes_in, under_in, legend_in = 0.35, 2.9, 0.55, 0.21 * entries + 0.1
+    top_in, axes_in, under_in, legend_in = 0.35, 2.9, 0.55, 0.22 * entries + 0.1
     height = top_in + axes_in + under_in + legend_in
     fig = _figure(WIDTH, height)
     axes = fig.subplots(1, ncol, sharey=True, squeeze=False)[0]
@@ -190,8 +191,8 @@ def _profile_figure(prof: Profiles, task: str, names: list[str]) -> bytes:
         ax.grid(True, which="major", alpha=0.25)
         ax.set_title(f"ε = {_eps(e)}", fontsize=10)
         ax.set_xlabel("τ (error / sampling-error baseline)", fontsize=9)
-        ax.tick_params(labelsize=8.5)
-        ax.legend(fontsize=8.5, loc="upper left", bbox_to_anchor=(-0.02, -under_in / axes_in), frameon=False,
+        ax.tick_params(labelsize=9)
+        ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(-0.02, -under_in / axes_in), frameon=False,
                   handlelength=2.2, borderaxespad=0.0)
     axes[0].set_ylabel("share of trials with error ≤ τ\n(studies weighted equally)", fontsize=9)
     fig.subplots_adjust(left=0.09, right=0.98, top=1 - top_in / height, bottom=(under_in + legend_in) / height,
@@ -258,11 +259,11 @@ def _coverage_figure(cov: Any, task: str, name: str) -> bytes:
         ax.set_xticks(eps)
         ax.set_xlim(eps[0] / 1.5, eps[-1] * 1.5)
         ax.set_xlabel("ε", fontsize=9)
-        ax.tick_params(labelsize=8.5)
+        ax.tick_params(labelsize=9)
         ax.grid(True, which="major", alpha=0.25)
     handles, labels = ax1.get_legend_handles_labels()
     order = sorted(range(len(labels)), key=lambda k: (not labels[k].startswith("all"), "non-private" not in labels[k]))
-    fig.legend([handles[k] for k in order], [labels[k] for k in order], loc="lower center", ncol=3, fontsize=8.5,
+    fig.legend([handles[k] for k in order], [labels[k] for k in order], loc="lower center", ncol=3, fontsize=9,
                frameon=False)
     fig.subplots_adjust(left=0.07, right=0.97, top=0.9, bottom=0.3, wspace=0.32)
     return _png(fig)
