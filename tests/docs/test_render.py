@@ -5,7 +5,15 @@
 - no code block (``pre``) of the guide and tutorial pages is wider than its column at a 1,400 px
   window, and the text column is wider than alabaster's ~650 px (a ``pre`` with ``white-space: pre``
   and a 400-character line, added to each page, shows that the probe does see an overflow);
-- screenshots of four pages land in ``<build>/_screenshots/`` for a reader to look at.
+- no table of the guide, an algorithm page and the coverage page reaches past the text column: a
+  table wider than the column scrolls inside its own box (``docs/_static/dpstats.css``), and the
+  page does not scroll sideways (a table of a 400-character line forced to ``display: table``,
+  added to each page, shows that the probe does see a table past the column; the same table
+  left to the CSS scrolls in itself);
+- each algorithm page whose method has intervals shows its two generated figures
+  (``docs/gen_algorithm_figures.py``): images that loaded (``naturalWidth > 0``) and fit the column
+  (the same page with a figure's file name misspelt shows that a broken image is caught);
+- screenshots of six views land in ``<build>/_screenshots/`` for a reader to look at.
 
 A probe page is the page with a script added before ``</body>`` that writes its findings as JSON
 into ``document.title``, read back from ``--dump-dom``; it sits next to the page (same relative
@@ -23,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.conftest import DocsBuild
+from tests.docs.conftest import REPO, DocsBuild
 
 CHROMIUM = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed "
@@ -33,12 +41,29 @@ pytestmark = needs_chromium
 WINDOW = "1400,1000"
 FORMULA_PAGE = "algorithms/sce/fwl_score.html"  # ~340 formulas, inline and display
 CODE_PAGES = ["quickstart.html", "guide/economists.html", "r/tutorial.html"]
+#: page -> how many of its tables are wider than the column, so scroll in their box, at least
+TABLE_PAGES = {"guide/economists.html": 0, FORMULA_PAGE: 0, "benchmark/inference.html": 2}
+COVERAGE_CSV = REPO / "docs" / "benchmark" / "coverage_public_quick.csv"
 SCREENSHOTS = {
     "home": "index.html",
     "guide": "guide/economists.html",
     "algorithm": FORMULA_PAGE,
     "coverage": "benchmark/inference.html",
 }
+#: screenshots of a section further down a page (headless Chromium's screenshot of a scrolled page is
+#: blank, so the page is shown with what precedes the section hidden): an algorithm page's figures,
+#: and wide tables that scroll in their box
+FIGURE_SHOTS = {"figures": ("algorithms/mean/kv_interval.html", "on-the-benchmark"),
+                "wide-table": ("benchmark/inference.html", "on-the-whole-public-corpus")}
+SHOW_SECTION = """<script>
+window.addEventListener("load", function () {
+  const article = document.querySelector("article.bd-article") || document.body;
+  for (let el = document.getElementById("SECTION"); el && el !== article; el = el.parentElement) {
+    for (let s = el.previousElementSibling; s; s = s.previousElementSibling) s.style.display = "none";
+  }
+});
+</script>
+"""
 
 PROBE = r"""<script>
 window.addEventListener("load", function () {
@@ -49,11 +74,28 @@ window.addEventListener("load", function () {
   control.style.whiteSpace = "pre";
   control.textContent = "x".repeat(400);
   main.appendChild(control);
+  // two bare tables (not in the theme's scroll box) with a 400-character line: forced to display as a
+  // table, the probe must see it reach past the column; left to the site's CSS, it scrolls in itself
+  const tcontrol = document.createElement("div");
+  const cell = '<tr><td style="white-space: nowrap">' + "y".repeat(400) + "</td></tr>";
+  tcontrol.innerHTML = '<table style="display: table">' + cell + "</table><table>" + cell + "</table>";
+  main.appendChild(tcontrol);
   const mathjax = window.MathJax && window.MathJax.startup && window.MathJax.startup.promise;
   (mathjax || Promise.resolve()).then(function () {
     const wide = p => p.scrollWidth > p.clientWidth + 1;
     const controlOverflows = wide(control);
     control.remove();
+    const mainBox = main.getBoundingClientRect();
+    const outside = el => {
+      const r = el.getBoundingClientRect();
+      return r.right > mainBox.right + 1 || r.left < mainBox.left - 1;
+    };
+    const [forced, bare] = tcontrol.querySelectorAll("table");
+    const tableControlOutside = outside(forced);
+    const bareTableContained = !outside(bare) && wide(bare);
+    tcontrol.remove();
+    const tables = [...main.querySelectorAll("table")];
+    const boxes = tables.map(t => t.closest(".pst-scrollable-table-container") || t);
     const pres = [...document.querySelectorAll("pre")];
     const raw = [];
     const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
@@ -75,6 +117,15 @@ window.addEventListener("load", function () {
       control_overflows: controlOverflows,
       column: main.clientWidth,
       page_overflows: document.documentElement.scrollWidth > document.documentElement.clientWidth,
+      table_control_outside: tableControlOutside,
+      bare_table_contained: bareTableContained,
+      tables: tables.length,
+      tables_outside: boxes.filter(outside).map(b => ({start: b.textContent.trim().slice(0, 60),
+                                                        right: b.getBoundingClientRect().right,
+                                                        column_right: mainBox.right})),
+      tables_scrolling: boxes.filter(wide).length,
+      images: [...document.images].map(i => ({src: i.getAttribute("src"), complete: i.complete,
+                                              natural: i.naturalWidth, width: i.clientWidth})),
     };
     document.title = "PROBE" + JSON.stringify(findings);
   });
@@ -149,6 +200,53 @@ def test_code_blocks_fit_their_column(docs_build: DocsBuild, tmp_path: Path, pag
     assert found["column"] >= 800, f"text column {found['column']} px at a {WINDOW} px window"
 
 
+@pytest.mark.parametrize("page", list(TABLE_PAGES))
+def test_tables_stay_in_their_column(docs_build: DocsBuild, tmp_path: Path, page: str) -> None:
+    found = probe(docs_build.require(), page, tmp_path / "profile")
+    assert found["table_control_outside"], "the probe does not see a table reaching past the column"
+    assert found["bare_table_contained"], "a wide table outside the theme's scroll box is not contained"
+    assert found["tables"] > 0, f"no table on {page}"
+    assert found["tables_outside"] == [], found["tables_outside"]
+    assert found["tables_scrolling"] >= TABLE_PAGES[page], found["tables_scrolling"]
+    assert not found["page_overflows"], "the page scrolls sideways"
+
+
+def interval_pages() -> list[str]:
+    """The algorithm pages of the methods in the committed coverage results."""
+    import pandas as pd
+
+    cov = pd.read_csv(COVERAGE_CSV)
+    pairs = sorted(set(zip(cov["task"], cov["algorithm"])) - {(t, "non-private") for t in cov["task"]})
+    return [f"{t}/{a}" for t, a in pairs if (REPO / "docs" / "algorithms" / t / f"{a}.md").is_file()]
+
+
+def test_interval_pages_are_found() -> None:
+    pages = interval_pages()
+    assert {"sce/fwl_score", "linreg/dpnewton", "mean/adaptive_whiten"} <= set(pages), pages
+
+
+def _figures(found: dict, stem: str) -> dict[str, dict]:
+    return {kind: next((i for i in found["images"] if (i["src"] or "").endswith(f"/{stem}-{kind}.png")), {})
+            for kind in ("profile", "coverage")}
+
+
+@pytest.mark.parametrize("page", interval_pages())
+def test_algorithm_page_shows_its_figures(docs_build: DocsBuild, tmp_path: Path, page: str) -> None:
+    site = docs_build.require()
+    found = probe(site, f"algorithms/{page}.html", tmp_path / "profile")
+    stem = page.replace("/", "-")
+    for kind, img in _figures(found, stem).items():
+        assert img, f"no {kind} figure on {page}: {[i['src'] for i in found['images']]}"
+        assert img["complete"] and img["natural"] > 0, img
+        assert 0 < img["width"] <= found["column"], (img, found["column"])
+    if page == "sce/fwl_score":  # negative control: a misspelt file name is a broken image
+        src = f"../../_images/{stem}-coverage.png"
+        broken = probe(site, f"algorithms/{page}.html", tmp_path / "profile-broken",
+                       replace=(f'src="{src}"', f'src="{src[:-4]}-missing.png"'))
+        img = next(i for i in broken["images"] if i["src"].endswith("-coverage-missing.png"))
+        assert img["natural"] == 0, img
+
+
 def test_screenshots(docs_build: DocsBuild, tmp_path: Path, record_property) -> None:  # noqa: ANN001
     import matplotlib.image as mpimg
 
@@ -162,5 +260,18 @@ def test_screenshots(docs_build: DocsBuild, tmp_path: Path, record_property) -> 
         img = mpimg.imread(png)[..., :3]
         assert img.shape[:2] == (1000, 1400), img.shape
         assert img.std() > 0.05, f"{name} looks blank"
+    for name, (page, section) in FIGURE_SHOTS.items():  # the section at the top: what precedes it is hidden
+        png = shots / f"{name}.png"
+        png.unlink(missing_ok=True)
+        source = docs_build.html / page
+        head, body_end, tail = source.read_text(encoding="utf-8").rpartition("</body>")
+        copy = source.with_name("_shot_" + source.name)
+        copy.write_text(head + SHOW_SECTION.replace("SECTION", section) + body_end + tail, encoding="utf-8")
+        try:
+            out = run_chromium(tmp_path / f"profile-{name}", f"--screenshot={png}", copy.as_uri())
+        finally:
+            copy.unlink()
+        assert out.returncode == 0 and png.is_file(), out.stderr[-2000:]
+        assert mpimg.imread(png)[..., :3].std() > 0.05, f"{name} looks blank"
     record_property("screenshots", str(shots))
     print(f"screenshots in {shots}")
