@@ -17,6 +17,8 @@ Each wraps or subclasses a registry algorithm without editing it:
 * :class:`FallbackOnOutlier` -- ``adaptive_clip`` that releases its prior centre, flagged as a fallback, when the
   raw data hold a value near the bounds (a fallback decided on unpaid data);
 * :class:`FallbackOnRelease` -- the honest counterpart: a fallback decided on the released value (post-processing);
+* :class:`BranchOnUnpaidCount` -- ``adaptive_clip`` that switches to a tighter clipping box (each branch DP on
+  its own, the ledger honest) when an unpaid count of rows near the bounds is zero;
 * :class:`CrashSometimes` -- ``adaptive_clip`` that raises in some runs (seeded), for the error report;
 * :class:`AbortSometimes` -- ``adaptive_clip`` that kills its worker process (``SIGABRT``) in some runs;
 * :class:`SlowOnCanary` -- ``adaptive_clip`` that runs past any time limit when the raw data hold a value
@@ -133,6 +135,22 @@ class FallbackOnRelease(AdaptiveClip):
         out = super()._run(data, facts, epsilon, delta, rng)
         # decided on the release (about half of them): post-processing
         return _prior_centre(out, "prior centre: the release lies far out") if float(np.max(out.estimate)) > 0.015 else out
+
+
+class BranchOnUnpaidCount(AdaptiveClip):
+    """Two honest branches chosen on an unpaid count: the choice leaks whether a row lies near the bounds.
+
+    With no row beyond 0.9 in absolute value (counted on the raw data, not
+    paid for), the clipping box is shrunk to half the public bounds, which
+    halves the noise at the same charge; otherwise the public box is used.
+    """
+
+    name = "audit_broken_branch_on_unpaid_count"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        if int((np.abs(data.X) > 0.9).any(axis=1).sum()) == 0:
+            facts = replace(facts, bounds={c: (lo / 2.0, hi / 2.0) for c, (lo, hi) in facts.bounds.items()})
+        return super()._run(data, facts, epsilon, delta, rng)
 
 
 class CrashSometimes(AdaptiveClip):

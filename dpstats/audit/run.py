@@ -302,7 +302,7 @@ def _value(est: str, tp, n_in, fp, n_out, alpha_k: float, delta: float, m_total:
 def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, delta: float = 1e-6,
           trials: int = 20000, confidence: float = 0.95, seed: int = 0, workers: int | None = None,
           instance: str | None = None, corpus: str | None = None, n: int = 1000, regressors: int = 2, columns: int = 3,
-          canary: str = "at", design: str = "both", params: dict[str, Any] | None = None,
+          canary: str = "at", design: str = "search", params: dict[str, Any] | None = None,
           neighbours: Neighbours | None = None, levels: int | None = None, time_limit: float = DEFAULT_TIME_LIMIT,
           memory_mb: float = DEFAULT_MEMORY_MB, isolate: bool = True, search_share: float = 0.2,
           log: Callable[[str], None] | None = None) -> AuditResult:
@@ -338,7 +338,9 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         ``search_share`` of the trials (its own seeds), keeps the design whose
         pilot separates ``D`` from ``D'`` best, and runs the counted audit on
         it with the other trials and all of ``alpha`` (the choice is made on
-        releases that the bound does not use); ignored with ``instance``.
+        releases that the bound does not use; the default, since a guard,
+        decline or branch that reacts to a row far from the others is seen
+        only on the concentrated design); ignored with ``instance``.
     params : dict, optional
         Hyperparameters of the algorithm (over a named configuration's).
     neighbours : Neighbours, optional

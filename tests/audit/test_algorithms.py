@@ -106,8 +106,11 @@ def test_honest_originals_are_not_flagged(name, task, trials):
     (broken.ClipDataBounds, 2000, {}),                # clipping box read from the data
     (broken.DeclineOnOutlier, 1000, {}),              # declines depending on the raw data
     (broken.FallbackOnOutlier, 1000, {}),             # a fallback decided on the raw data
+    (broken.DeclineOnRelativeOutlier, 2500, {}),      # declines on a row far from the others (raw data)
+    (broken.BranchOnUnpaidCount, 2500, {}),           # a branch on an unpaid count
 ])
 def test_broken_variants_are_flagged(cls, trials, kw):
+    """Each is flagged at epsilon = 1 with the default design search."""
     r = audit(cls, trials=trials, workers=2, **kw)
     assert r.violation, r.summary()
     assert r.epsilon_lower > r.epsilon_claimed
@@ -128,7 +131,7 @@ def test_a_fallback_is_an_outcome_and_an_honest_one_is_not_flagged():
 
 def test_the_design_search_finds_a_decline_on_a_relative_outlier():
     """Rows spread over half the box never trigger it (so 'both' cannot see it); the concentrated design does."""
-    fixed = audit(broken.DeclineOnRelativeOutlier, trials=2000, workers=2)
+    fixed = audit(broken.DeclineOnRelativeOutlier, trials=2000, design="both", workers=2)
     assert not fixed.violation and fixed.errors["declined"] == 0
     found = audit(broken.DeclineOnRelativeOutlier, trials=2500, design="search", workers=2)
     assert found.violation, found.summary()
@@ -165,7 +168,7 @@ def test_ledger_that_charges_more_than_the_budget_is_a_violation():
 
 
 def test_crashes_in_some_runs_are_counted():
-    r = audit(broken.CrashSometimes, trials=600, workers=2)
+    r = audit(broken.CrashSometimes, trials=600, design="both", workers=2)
     assert 0.05 * 600 < r.errors["count"] < 0.15 * 600
     assert "simulated crash" in r.errors["messages"][0]
     assert "raised" in r.summary()

@@ -58,7 +58,7 @@ def test_expected_count_bound_is_the_typical_realised_one() -> None:
 
 
 def test_every_audit_states_its_power() -> None:
-    res = audit("adaptive_clip", task="mean", epsilon=1.0, trials=2000, n=200, isolate=False)
+    res = audit("adaptive_clip", task="mean", epsilon=1.0, trials=2000, n=200, design="both", isolate=False)
     pw = res.power
     assert pw["designs"] == 2 and pw["counted"] >= 2
     assert pw["gaussian_bound"] == pytest.approx(gaussian_power(1.0, 1e-6, 2000, 0.95, pw["counted"], 2))
