@@ -3,7 +3,8 @@
 # pre-commit hooks (.pre-commit-config.yaml):
 #   lint-imports  the layer contracts of pyproject.toml [tool.importlinter]
 #                 (cli > api | audit > bench > algorithms > synth > ols > data > privacy > errors | params)
-#   ruff check    pyproject.toml [tool.ruff]
+#   ruff check    pyproject.toml [tool.ruff]: F, E9, import sorting (I), bugbear (B), pyupgrade (UP),
+#                 simplify (SIM) on dpstats/; F and E9 only on tests, benchmarks, docs
 #   mypy          pyproject.toml [tool.mypy]: strict on dpstats/privacy/, the algorithm base and the public facts
 # Uses the tools of .venv (the `lint` extra, part of `dev`); needs no network.
 set -euo pipefail
