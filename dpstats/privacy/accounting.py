@@ -14,8 +14,9 @@ re-exported here.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple, Sequence, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -284,7 +285,7 @@ class Accountant:
             kind="gaussian_joint", sensitivity=math.sqrt(sens2), scale=tuple(float(s) for s in sigmas),
         )
         out = []
-        for v, s in zip(values, sigmas):
+        for v, s in zip(values, sigmas, strict=True):
             arr = np.asarray(v)
             out.append(arr + rng.normal(0.0, s, size=arr.shape))
         return out

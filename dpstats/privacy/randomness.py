@@ -162,13 +162,13 @@ class SecureGenerator(np.random.Generator):
         # a copy or an unpickled generator is a fresh one: the secret state never travels
         return (SecureGenerator, ())
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> "SecureGenerator":
+    def __deepcopy__(self, memo: dict[int, Any]) -> SecureGenerator:
         return SecureGenerator()
 
-    def __copy__(self) -> "SecureGenerator":
+    def __copy__(self) -> SecureGenerator:
         return SecureGenerator()
 
-    def spawn(self, n_children: int) -> list["SecureGenerator"]:  # type: ignore[override]  # children are secure
+    def spawn(self, n_children: int) -> list[SecureGenerator]:  # type: ignore[override]  # children are secure
         """``n_children`` new, independent secure generators."""
         return [SecureGenerator() for _ in range(operator.index(n_children))]
 
@@ -195,7 +195,7 @@ class SecureGenerator(np.random.Generator):
         if L.size:
             scales = np.unique(S)
             for s in scales:
-                idx = slice(None) if scales.size == 1 else np.flatnonzero(S == s)
+                idx = slice(None) if scales.size == 1 else np.flatnonzero(S == s)  # noqa: SIM300 (S is an array)
                 if s == 0.0:
                     out[idx] = L[idx]
                 else:
