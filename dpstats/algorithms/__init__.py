@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import dpstats.algorithms.registry as _registry
 from dpstats.algorithms.base import INTERPRETATIONS, TASKS, Algorithm, Decline, Param, Release, TaskData
+from dpstats.algorithms.configurations import Configuration, get_configuration, list_configurations
+
 # _REGISTRY (the registry's table itself, not a copy) and _load_builtin are private names that the
 # benchmark's tuning and the tests use
 from dpstats.algorithms.registry import _REGISTRY as _REGISTRY
@@ -37,7 +39,6 @@ from dpstats.algorithms.registry import (
     load_plugin,
     register,
 )
-from dpstats.algorithms.configurations import Configuration, get_configuration, list_configurations
 
 __all__ = [
     "Algorithm",

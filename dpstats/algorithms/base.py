@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import warnings
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -103,7 +104,7 @@ class Release:
 
     released: ClassVar[bool] = True
 
-    def with_details(self, **more: Any) -> "Release":
+    def with_details(self, **more: Any) -> Release:
         return replace(self, details={**dict(self.details), **more})
 
     def conf_int(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:

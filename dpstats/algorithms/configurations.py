@@ -38,10 +38,11 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from dpstats.algorithms.base import TASKS, Algorithm, Param
 from dpstats.algorithms.registry import get, list_algorithms
@@ -141,7 +142,7 @@ class Configuration:
         return hash((self.task, self.name, self.algorithm, tuple(sorted((k, repr(v)) for k, v in self.params.items()))))
 
     @classmethod
-    def of(cls, algorithm: type[Algorithm], ref: str | None = None) -> "Configuration":
+    def of(cls, algorithm: type[Algorithm], ref: str | None = None) -> Configuration:
         """A registered algorithm at its defaults, under its own name.
 
         ``ref`` is what resolves it (default: its name; a ``module:object``

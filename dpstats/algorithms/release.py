@@ -33,9 +33,10 @@ Examples
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -128,7 +129,7 @@ class AlgorithmSpec:
         return hash((self.task, self.name, tuple(sorted((k, repr(v)) for k, v in self.params.items()))))
 
     @classmethod
-    def of(cls, algorithm: type[Algorithm], params: Mapping[str, Any] | None = None) -> "AlgorithmSpec":
+    def of(cls, algorithm: type[Algorithm], params: Mapping[str, Any] | None = None) -> AlgorithmSpec:
         """The spec of a class: by name when the registry resolves its name to it, else carrying it."""
         try:
             registered = get(algorithm.task, algorithm.name) is algorithm
@@ -145,11 +146,11 @@ class AlgorithmSpec:
         """A fresh instance configured with :attr:`params` (the class checks their names)."""
         return self.cls(**self.params)
 
-    def with_params(self, **params: Any) -> "AlgorithmSpec":
+    def with_params(self, **params: Any) -> AlgorithmSpec:
         """This spec with ``params`` overriding its own."""
         return replace(self, params={**self.params, **params})
 
-    def with_intervals(self) -> "AlgorithmSpec":
+    def with_intervals(self) -> AlgorithmSpec:
         """The spec as run for an interval: the class's ``interval_params`` under this spec's own params."""
         return replace(self, params={**self.cls.interval_params, **self.params})
 

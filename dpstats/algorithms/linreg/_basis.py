@@ -91,7 +91,7 @@ class Structure:
     y_bounds: tuple[float, float] | None
 
     @classmethod
-    def from_facts(cls, facts: Any, d: int, use_groups: bool = True) -> "Structure":
+    def from_facts(cls, facts: Any, d: int, use_groups: bool = True) -> Structure:
         """Read the structure from :class:`~dpstats.data.instance.PublicFacts`.
 
         Parameters

@@ -40,12 +40,12 @@ from typing import Any
 
 import numpy as np
 
-from dpstats.privacy.accounting import Accountant, GDPAccountant, ZCDPAccountant, em_epsilon
-from dpstats.algorithms.registry import coefficient_of, register
-from dpstats.algorithms.linreg._basis import standardised_problem, BASIS_DETAILS, Structure, enforce_structure
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
+from dpstats.algorithms.linreg._basis import BASIS_DETAILS, Structure, enforce_structure, standardised_problem
 from dpstats.algorithms.linreg._private_ranges import private_norm_bound, scale_quantile
 from dpstats.algorithms.linreg._ssp import gram_pattern, upper_to_sym
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
+from dpstats.algorithms.registry import coefficient_of, register
+from dpstats.privacy.accounting import Accountant, GDPAccountant, ZCDPAccountant, em_epsilon
 
 __all__ = ["AdaSSP", "AdaSSPDataBounds", "AdaSSPStd", "RAW_BOUNDS_DETAILS", "raw_bounds", "adassp_core"]
 

@@ -30,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from dpstats.privacy.accounting import ZCDPAccountant
-from dpstats.algorithms.registry import coefficient_of, register
-from dpstats.algorithms.linreg._basis import standardised_problem, BASIS_DETAILS, Structure
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
+from dpstats.algorithms.linreg._basis import BASIS_DETAILS, Structure, standardised_problem
 from dpstats.algorithms.linreg.adassp import RAW_BOUNDS_DETAILS, raw_bounds
+from dpstats.algorithms.registry import coefficient_of, register
+from dpstats.privacy.accounting import ZCDPAccountant
 
 __all__ = ["DPGD", "DPGDStd", "noisy_gd"]
 

@@ -65,8 +65,7 @@ import math
 import numpy as np
 from scipy import linalg
 
-from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon, em_rho
-from dpstats.algorithms.registry import coefficient_of, register
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.linreg._basis import BASIS_DETAILS, Structure, enforce_structure, private_basis
 from dpstats.algorithms.linreg._private_ranges import (
     SIGNED_GRID,
@@ -75,7 +74,8 @@ from dpstats.algorithms.linreg._private_ranges import (
     scale_quantile,
 )
 from dpstats.algorithms.linreg._ssp import gram_pattern, release_ssp, ssp_calibration
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
+from dpstats.algorithms.registry import coefficient_of, register
+from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon, em_rho
 
 __all__ = ["DPNewton", "range_share", "box_width", "basis_failed", "clip_cap"]
 

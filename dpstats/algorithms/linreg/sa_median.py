@@ -31,15 +31,14 @@ exponential mechanism is ``eps_j``-DP and ``eps_j``-bounded-range
 
 from __future__ import annotations
 
-
 import numpy as np
 
-from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
-from dpstats.algorithms.registry import coefficient_of, register
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.linreg._basis import BASIS_DETAILS, Structure, enforce_structure, private_basis
 from dpstats.algorithms.linreg._private_ranges import SIGNED_GRID, private_median_midpoint
 from dpstats.algorithms.linreg._ssp import block_ols
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
+from dpstats.algorithms.registry import coefficient_of, register
+from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
 
 __all__ = ["SubsampleAggregateMedian", "block_estimates"]
 

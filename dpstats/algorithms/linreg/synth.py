@@ -8,12 +8,12 @@ argument (post-processing of the synthesizer's release).
 
 from __future__ import annotations
 
-from dpstats.algorithms.registry import coefficient_of, register
 from dpstats.algorithms._synth_estimate import make_classes
+from dpstats.algorithms.registry import coefficient_of, register
 
 CLASSES = [register(cls) for cls in make_classes("linreg")]
 SCE_CLASSES = [coefficient_of(cls) for cls in CLASSES]
-for _lin, _sce in zip(CLASSES, SCE_CLASSES):
+for _lin, _sce in zip(CLASSES, SCE_CLASSES, strict=True):
     _sce.opt_in = _lin.opt_in  # type: ignore[attr-defined]
 
 __all__ = ["CLASSES", "SCE_CLASSES"]

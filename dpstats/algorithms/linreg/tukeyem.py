@@ -50,9 +50,9 @@ from typing import Any
 
 import numpy as np
 
-from dpstats.algorithms.registry import coefficient_of, register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.linreg._ssp import block_ols
+from dpstats.algorithms.registry import coefficient_of, register
 from dpstats.privacy.accounting import PureAccountant
 
 __all__ = ["TukeyEM", "TukeyEMRefCode", "block_models", "log_depth_volumes", "distance_lower_bound",

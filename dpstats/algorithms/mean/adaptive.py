@@ -30,7 +30,6 @@ from dataclasses import replace
 import numpy as np
 from scipy import stats
 
-from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.mean._utils import (
     DEFAULT_RANGE,
@@ -43,6 +42,7 @@ from dpstats.algorithms.mean._utils import (
     scale_grid,
     tail_scale,
 )
+from dpstats.algorithms.registry import register
 from dpstats.privacy.accounting import ZCDPAccountant
 from dpstats.privacy.mechanisms import range_grid
 
@@ -289,7 +289,7 @@ def tail_rows(noisy_count: np.ndarray | float, sig_c: float, kstar: float) -> np
 
 def beyond_box(X: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Per column, the number of rows outside ``[lo, hi]`` (a row moves each count by at most 1)."""
-    return np.sum((X < lo) | (X > hi), axis=0).astype(float)
+    return np.sum((X < lo) | (X > hi), axis=0).astype(float)  # noqa: SIM300 (X is an array, not a constant)
 
 
 def beyond_ball(U: np.ndarray, center: np.ndarray, radius: float) -> float:

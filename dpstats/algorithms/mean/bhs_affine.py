@@ -43,8 +43,8 @@ import math
 
 import numpy as np
 
-from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
+from dpstats.algorithms.registry import register
 from dpstats.privacy.accounting import PureAccountant
 
 __all__ = ["BHSAffine", "bhs_k", "stable_covariance", "stable_mean", "default_lambda0"]
@@ -176,8 +176,8 @@ def _core_levels_unique(X: np.ndarray, XR: np.ndarray, P: np.ndarray, Lambdas: n
         D += np.sum(a * a, axis=1)[:, None]
         D += bn[None, :]
         # at level l a row needs at most l reference points farther than Lambda_l
-        far_top = np.sum(D > lam_hi, axis=1)  # far at every level
-        rows, cols = np.nonzero((D > lam_lo) & (D <= lam_hi))
+        far_top = np.sum(D > lam_hi, axis=1)  # far at every level  # noqa: SIM300 (D is an array, not a constant)
+        rows, cols = np.nonzero((D > lam_lo) & (D <= lam_hi))  # noqa: SIM300 (D is an array, not a constant)
         cnt = np.zeros((a.shape[0], L + 1))
         if rows.size:
             # the entry is farther than Lambda_l exactly for l < (number of thresholds below it)

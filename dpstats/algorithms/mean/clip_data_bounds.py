@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.mean._utils import clipped_mean
+from dpstats.algorithms.registry import register
 from dpstats.privacy.accounting import GDPAccountant
 
 __all__ = ["ClipDataBounds"]

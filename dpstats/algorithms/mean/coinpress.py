@@ -19,7 +19,6 @@ import math
 import numpy as np
 from scipy import stats
 
-from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.mean._utils import (
     DEFAULT_RANGE,
@@ -31,6 +30,7 @@ from dpstats.algorithms.mean._utils import (
     prior_box,
     scale_grid,
 )
+from dpstats.algorithms.registry import register
 from dpstats.privacy.accounting import ZCDPAccountant
 
 __all__ = ["CoinPress", "CoinPressScaled", "coinpress_iterate", "coinpress_schedule"]

@@ -14,7 +14,6 @@ import math
 
 import numpy as np
 
-from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
 from dpstats.algorithms.mean._utils import (
     DEFAULT_RANGE,
@@ -23,6 +22,7 @@ from dpstats.algorithms.mean._utils import (
     pair_differences,
     prior_box,
 )
+from dpstats.algorithms.registry import register
 from dpstats.privacy.accounting import ZCDPAccountant
 
 __all__ = ["KarwaVadhanClip", "kv_scale", "kv_location"]

@@ -32,10 +32,10 @@ import math
 
 import numpy as np
 
-from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Decline, Param, PublicFacts, Release, TaskData
 from dpstats.algorithms.mean._utils import DEFAULT_RANGE, prior_box
 from dpstats.algorithms.mean.adaptive import private_column_ranges, range_failed
+from dpstats.algorithms.registry import register
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
 
 __all__ = ["KVInterval"]

@@ -7,8 +7,8 @@ argument (post-processing of the synthesizer's release).
 
 from __future__ import annotations
 
-from dpstats.algorithms.registry import register
 from dpstats.algorithms._synth_estimate import make_classes
+from dpstats.algorithms.registry import register
 
 CLASSES = [register(cls) for cls in make_classes("mean")]
 

@@ -144,7 +144,7 @@ def _fwl_batch(Xb: np.ndarray, yb: np.ndarray, j: int, wb: np.ndarray | None) ->
         vby = np.einsum("gpq,gp->gq", V, by)
         D = xx - np.einsum("gq,gq,gq->g", vbx, inv, vbx)
         N = xy - np.einsum("gq,gq,gq->g", vbx, inv, vby)
-    valid = D > VALID_RTOL * np.maximum(xx, 1e-300)
+    valid = D > VALID_RTOL * np.maximum(xx, 1e-300)  # noqa: SIM300 (D is an array, not a constant)
     valid &= np.isfinite(N) & np.isfinite(D)
     N = np.where(valid, N, 0.0)
     D = np.where(valid, D, 0.0)

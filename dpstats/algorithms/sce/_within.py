@@ -93,14 +93,14 @@ class WithinCells:
     #: the absorbed level (0 .. levels - 1, as :func:`group_ids`) of each cell (private: which rows it holds)
     cell_levels: tuple[int, ...] = ()
 
-    def by_level_group(self, J: int) -> list["WithinCells"]:
+    def by_level_group(self, J: int) -> list[WithinCells]:
         """The cells split into ``J`` groups of levels, level ``l`` in group ``l mod J`` (a public rule on levels).
 
         Every pair of a cell lies within one level, so the weighted pair sums of
         the groups add up to the whole; a row moves between at most two of them.
         """
-        return [WithinCells(cells=tuple(c for c, lv in zip(self.cells, self.cell_levels) if lv % J == g), K=self.K,
-                            levels=self.levels, n=self.n,
+        return [WithinCells(cells=tuple(c for c, lv in zip(self.cells, self.cell_levels, strict=False) if lv % J == g),
+                            K=self.K, levels=self.levels, n=self.n,
                             cell_levels=tuple(lv for lv in self.cell_levels if lv % J == g)) for g in range(J)]
 
     def pairs(self, chunk: int = 1 << 20) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:

@@ -37,11 +37,11 @@ import math
 import numpy as np
 from scipy import stats
 
-from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts
+from dpstats.algorithms.registry import register
 from dpstats.algorithms.sce._utils import (
-    block_fwl,
     EM_BOUND,
+    block_fwl,
     choose_blocks,
     positive_grid,
     private_grid_quantile,
@@ -78,7 +78,7 @@ def blb_subset_estimates(
     est = np.full((r, k), np.nan)
     for s in range(r):
         w = np.zeros(n)
-        for b, idx in enumerate(blocks):
+        for idx in blocks:
             w[idx] = rng.multinomial(n, np.full(idx.size, 1.0 / idx.size))
         bs = block_fwl(X, y, j, blocks, weights=w)
         est[s, bs.valid] = bs.N[bs.valid] / bs.D[bs.valid]
@@ -113,7 +113,7 @@ def coinpress_1d(
     z = np.asarray(x, dtype=float) / sigma
     cz, rz = c / sigma, r / sigma
     iterates, noise_vars = [], []
-    for i, (rho_i, beta_i) in enumerate(zip(rhos, betas)):
+    for i, (rho_i, beta_i) in enumerate(zip(rhos, betas, strict=False)):
         b = beta_i / 2.0
         g1 = gaussian_tailbound(1, b / k)
         g2 = gaussian_tailbound(1, b)

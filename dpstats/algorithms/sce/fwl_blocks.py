@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts
+from dpstats.algorithms.registry import register
 from dpstats.algorithms.sce._utils import (
     BlockStats,
     block_fwl,

@@ -25,8 +25,9 @@ import math
 
 import numpy as np
 
-from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts
 from dpstats.algorithms.registry import register
+from dpstats.algorithms.sce._fwl_nuisance import STAGE1_DETAILS, partial_out
 from dpstats.algorithms.sce._utils import (
     EM_BOUND,
     adaptive_quantile,
@@ -34,9 +35,8 @@ from dpstats.algorithms.sce._utils import (
     private_grid_quantile,
     private_median_interval,
 )
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts
-from dpstats.algorithms.sce._fwl_nuisance import STAGE1_DETAILS, partial_out
 from dpstats.algorithms.sce.simple_regression import matched_slopes, ncov_sensitivity
+from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
 
 __all__ = ["NoisyStatsFWL", "TheilSenFWL"]
 

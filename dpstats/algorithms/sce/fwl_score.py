@@ -38,8 +38,8 @@ import math
 import numpy as np
 from scipy import stats
 
-from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts
+from dpstats.algorithms.registry import register
 from dpstats.algorithms.sce._fwl_nuisance import (
     STAGE1_DETAILS,
     _design_columns,
@@ -48,6 +48,7 @@ from dpstats.algorithms.sce._fwl_nuisance import (
     nuisance_spread,
     partial_out,
 )
+from dpstats.algorithms.sce._tails import tail_count
 from dpstats.algorithms.sce._utils import (
     EM_BOUND,
     adaptive_quantile,
@@ -60,7 +61,6 @@ from dpstats.algorithms.sce._within import (
     PAIR_SUM_SENSITIVITY,
     private_pair_quantile,
 )
-from dpstats.algorithms.sce._tails import tail_count
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
 
 __all__ = ["FWLScore", "fwl_score_release"]

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
+from dpstats.algorithms.registry import register
 from dpstats.algorithms.sce._utils import (
     block_fwl,
     choose_blocks,

@@ -39,8 +39,8 @@ import math
 
 import numpy as np
 
-from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts
+from dpstats.algorithms.registry import register
 from dpstats.algorithms.sce._utils import block_fwl, choose_blocks, private_interval, random_blocks, symmetric_grid
 from dpstats.privacy.accounting import PureAccountant
 

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpstats.algorithms.registry import register
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts
+from dpstats.algorithms.registry import register
 from dpstats.algorithms.sce._utils import (
     private_interval,
     private_median_interval,
