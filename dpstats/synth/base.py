@@ -40,8 +40,9 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterator, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -103,11 +104,11 @@ class Domain:
             raise ValueError("Domain: every column needs at least one cell")
 
     @classmethod
-    def from_dict(cls, sizes: Mapping[str, int]) -> "Domain":
+    def from_dict(cls, sizes: Mapping[str, int]) -> Domain:
         return cls(tuple(sizes), tuple(sizes.values()))
 
     def to_dict(self) -> dict[str, int]:
-        return dict(zip(self.names, self.shape))
+        return dict(zip(self.names, self.shape, strict=True))
 
     def __getitem__(self, name: str) -> int:
         return self.shape[self.names.index(name)]
@@ -121,7 +122,7 @@ class Domain:
     def __len__(self) -> int:
         return len(self.names)
 
-    def project(self, names: Sequence[str]) -> "Domain":
+    def project(self, names: Sequence[str]) -> Domain:
         """The domain of the columns ``names``, in that order."""
         return Domain(tuple(names), tuple(self[n] for n in names))
 
@@ -207,10 +208,9 @@ class DiscreteData:
         if codes.size and (codes.min() < 0 or np.any(codes.max(axis=0) >= np.asarray(self.domain.shape))):
             raise ValueError("DiscreteData: a code lies outside its column's domain")
         object.__setattr__(self, "codes", codes)
-        if self.codings:
-            if tuple(c.name for c in self.codings) != self.domain.names or \
-                    tuple(c.size for c in self.codings) != self.domain.shape:
-                raise ValueError("DiscreteData: codings do not match the domain")
+        if self.codings and (tuple(c.name for c in self.codings) != self.domain.names
+                             or tuple(c.size for c in self.codings) != self.domain.shape):
+            raise ValueError("DiscreteData: codings do not match the domain")
 
     @property
     def n(self) -> int:
@@ -219,7 +219,7 @@ class DiscreteData:
     def column(self, name: str) -> np.ndarray:
         return self.codes[:, self.domain.names.index(name)]
 
-    def project(self, names: Sequence[str]) -> "DiscreteData":
+    def project(self, names: Sequence[str]) -> DiscreteData:
         idx = [self.domain.names.index(n) for n in names]
         cod = tuple(self.codings[i] for i in idx) if self.codings else ()
         return DiscreteData(self.codes[:, idx], self.domain.project(names), cod)
@@ -231,7 +231,7 @@ class DiscreteData:
         flat = np.ravel_multi_index(tuple(self.codes[:, i] for i in idx), dom.shape) if self.n else np.zeros(0, int)
         return np.bincount(flat, minlength=dom.size()).reshape(dom.shape).astype(float)
 
-    def with_codes(self, codes: np.ndarray) -> "DiscreteData":
+    def with_codes(self, codes: np.ndarray) -> DiscreteData:
         """Other rows over the same domain and codings (e.g. the synthetic table)."""
         return DiscreteData(codes, self.domain, self.codings)
 

@@ -42,8 +42,8 @@ get a cell of its own (a public cap, hence still post-processing).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import numpy as np
 import pandas as pd
@@ -236,11 +236,11 @@ def encode(df: pd.DataFrame, schema: Schema, edges: Mapping[str, np.ndarray] | N
     edges = dict(edges or {})
     codings = codings_for(schema, edges)
     cols = []
-    for c, cod in zip(schema, codings):
+    for c, cod in zip(schema, codings, strict=True):
         s = df[c.name]
         if c.categorical:
             lookup = {level_key(v): i for i, v in enumerate(c.levels or ())}
-            codes = s.map(lambda v: lookup.get(level_key(v), -1)).to_numpy(dtype=np.int64)
+            codes = s.map(lambda v, lookup=lookup: lookup.get(level_key(v), -1)).to_numpy(dtype=np.int64)
             if np.any(codes < 0):
                 raise SchemaError("value not among the schema's levels", file=file, column=c.name)
         else:

@@ -47,9 +47,10 @@ import json
 import math
 import tomllib
 import warnings
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -234,11 +235,11 @@ class Schema:
     def numeric(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns if not c.categorical)
 
-    def with_label(self, label: str | None) -> "Schema":
+    def with_label(self, label: str | None) -> Schema:
         """The same schema with another label (``None`` for none)."""
         return Schema(self.columns, label, self.standard, self.source)
 
-    def select(self, names: Sequence[str]) -> "Schema":
+    def select(self, names: Sequence[str]) -> Schema:
         """The schema restricted to ``names`` (in that order); the label is kept if selected."""
         cols = tuple(self[n] for n in names)
         label = self.label if self.label in names else None
@@ -246,7 +247,7 @@ class Schema:
 
     # -- construction -----------------------------------------------------
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any], source: str = "") -> "Schema":
+    def from_dict(cls, raw: Mapping[str, Any], source: str = "") -> Schema:
         """Build from the parsed content of a schema file (see the module docstring)."""
         file = source or None
         if not isinstance(raw, Mapping):
@@ -287,7 +288,7 @@ class Schema:
         return cls(tuple(cols), label, True, source)
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "Schema":
+    def from_file(cls, path: str | Path) -> Schema:
         """Read a TOML (``.toml``) or JSON (anything else) schema file."""
         path = Path(path)
         try:
@@ -305,7 +306,7 @@ class Schema:
     def from_bounds(cls, bounds: Mapping[str, tuple[float, float]],
                     categorical: Mapping[str, Sequence[Any]] | None = None, *,
                     integer: Iterable[str] = (), label: str | None = None,
-                    order: Sequence[str] | None = None, source: str = "manifest") -> "Schema":
+                    order: Sequence[str] | None = None, source: str = "manifest") -> Schema:
         """Build from a corpus manifest's ``bounds`` (numeric columns) and known categorical levels.
 
         Parameters
@@ -334,7 +335,7 @@ class Schema:
 
     @classmethod
     def from_data(cls, df: pd.DataFrame, label: str | None = None, *, categorical: Iterable[str] | None = None,
-                  warn: bool = True) -> "Schema":
+                  warn: bool = True) -> Schema:
         """Read the domain from the (private) data: **not DP**, marked ``standard=False``.
 
         Columns of numeric dtype are numeric unless listed in ``categorical``

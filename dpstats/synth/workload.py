@@ -13,8 +13,8 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import combinations
-from typing import Sequence
 
 __all__ = ["paper_workload", "all_kway"]
 

@@ -28,9 +28,9 @@ import os
 import re
 import tarfile
 import zipfile
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 

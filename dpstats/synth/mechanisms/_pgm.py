@@ -24,8 +24,9 @@ persistent compilation cache disabled (``mbi``'s advice).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -81,7 +82,7 @@ class Model:
         return list(self.potentials)
 
     @classmethod
-    def from_mbi(cls, mrf: Any, domain: Domain) -> "Model":
+    def from_mbi(cls, mrf: Any, domain: Domain) -> Model:
         """The model of an ``mbi.MarkovRandomField`` fitted on ``domain``."""
         pos = {name: j for j, name in enumerate(domain.names)}
         pots = {}
@@ -312,7 +313,7 @@ class JunctionTree:
             self.adj[b].append(a)
         #: for each clique, the first node containing it and the shape lifting its table onto that node
         self.home = [next(C for C in nodes if set(c) <= set(C)) for c in self.cliques]
-        self._lift = [_lift_shape(c, C, domain) for c, C in zip(self.cliques, self.home)]
+        self._lift = [_lift_shape(c, C, domain) for c, C in zip(self.cliques, self.home, strict=True)]
         self.parent: dict[tuple[str, ...], tuple[str, ...] | None] = {}
         self.components: list[list[tuple[str, ...]]] = []
         seen: set[tuple[str, ...]] = set()
@@ -358,14 +359,14 @@ class JunctionTree:
         in the same order as out-of-place sums: the results are identical).
         """
         belief = {C: np.zeros(self.shape[C]) for C in self.nodes}
-        for v, C, shp in zip(log_potentials, self.home, self._lift):
+        for v, C, shp in zip(log_potentials, self.home, self._lift, strict=False):
             belief[C] += v.reshape(shp)
         up = []
-        for u, p, ax_u, shp_u, shp_p, _ in self._up:
+        for u, p, ax_u, _shp_u, shp_p, _ in self._up:
             m = _logsumexp_axes(belief[u], ax_u)
             up.append(m)
             belief[p] += m.reshape(shp_p)
-        for (u, p, ax_u, shp_u, shp_p, ax_p), m_up in zip(reversed(self._up), reversed(up)):
+        for (u, p, _ax_u, shp_u, _shp_p, ax_p), m_up in zip(reversed(self._up), reversed(up), strict=True):
             msg = _logsumexp_axes(belief[p], ax_p)
             msg -= m_up
             belief[u] += msg.reshape(shp_u)
@@ -427,7 +428,7 @@ def _mirror_descent_numpy(domain: Domain, pooled: list[Measurement], total: floa
     if warm_start is not None and warm_start.potentials:
         homes = [next((i for i, C in enumerate(cliques) if set(w) <= set(C)), None) for w in warm_start.potentials]
         if all(h is not None for h in homes):
-            for (w, v), h in zip(warm_start.potentials.items(), homes):
+            for (w, v), h in zip(warm_start.potentials.items(), homes, strict=True):
                 assert h is not None
                 theta[h] = theta[h] + v.reshape(_lift_shape(w, cliques[h], domain))
 
@@ -436,9 +437,9 @@ def _mirror_descent_numpy(domain: Domain, pooled: list[Measurement], total: floa
     def evaluate(th: list[np.ndarray]) -> tuple[float, list[np.ndarray], list[np.ndarray]]:
         prob = jt.calibrate(th, homes)
         mus = [total * prob[node].sum(axis=ax) if ax else total * prob[node] for _, node, ax, _, _, _ in meas]
-        diffs = [mu - y for mu, (_, _, _, _, y, _) in zip(mus, meas)]
-        loss = sum(0.5 * w * float(np.vdot(d, d)) for d, (_, _, _, _, _, w) in zip(diffs, meas))
-        grads = [w * d for d, (_, _, _, _, _, w) in zip(diffs, meas)]
+        diffs = [mu - y for mu, (_, _, _, _, y, _) in zip(mus, meas, strict=True)]
+        loss = sum(0.5 * w * float(np.vdot(d, d)) for d, (_, _, _, _, _, w) in zip(diffs, meas, strict=True))
+        grads = [w * d for d, (_, _, _, _, _, w) in zip(diffs, meas, strict=True)]
         return loss, mus, grads
 
     alpha = 2.0 / (lip * total)
@@ -446,10 +447,10 @@ def _mirror_descent_numpy(domain: Domain, pooled: list[Measurement], total: floa
     block_start, done = loss, 0
     for done in range(1, 50 * math.ceil(iters / 50) + 1):
         step = list(theta)
-        for (k, _, _, shp, _, _), g in zip(meas, grads):
+        for (k, _, _, shp, _, _), g in zip(meas, grads, strict=True):
             step[k] = step[k] - alpha * g.reshape(shp)
         loss2, mus2, grads2 = evaluate(step)
-        dot = sum(float(np.vdot(g, m1 - m2)) for g, m1, m2 in zip(grads, mus, mus2))
+        dot = sum(float(np.vdot(g, m1 - m2)) for g, m1, m2 in zip(grads, mus, mus2, strict=True))
         if loss - loss2 >= 0.5 * alpha * dot:
             theta, loss, mus, grads = step, loss2, mus2, grads2
             alpha *= 1.01
@@ -459,7 +460,7 @@ def _mirror_descent_numpy(domain: Domain, pooled: list[Measurement], total: floa
             if block_start - loss <= tol * abs(block_start):
                 break
             block_start = loss
-    return Model(domain, dict(zip(cliques, theta)), total, done)
+    return Model(domain, dict(zip(cliques, theta, strict=True)), total, done)
 
 
 class ModelMarginals:
@@ -661,7 +662,7 @@ def _rounded_column(cond: np.ndarray, group: np.ndarray, rng: np.random.Generato
     out = np.zeros(group.size, dtype=np.int64)
     order = np.argsort(group, kind="stable")
     starts = np.flatnonzero(np.r_[True, np.diff(group[order]) != 0])
-    for a, b in zip(starts, np.r_[starts[1:], group.size]):
+    for a, b in zip(starts, np.r_[starts[1:], group.size], strict=True):
         rows = order[a:b]
         vals = np.repeat(np.arange(cond.shape[1]), rounded_counts(cond[group[rows[0]]], rows.size, rng))
         out[rows] = rng.permutation(vals)

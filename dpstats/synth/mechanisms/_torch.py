@@ -40,7 +40,8 @@ composition of every entry.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -236,11 +237,11 @@ class DPDiscriminatorStep:
             else:
                 h = layer(h)
         grads = torch.autograd.grad(per_row_loss(h).sum(), outs)
-        norm2 = sum((g * g).sum(dim=1) * ((a * a).sum(dim=1) + 1.0) for g, a in zip(grads, acts))
+        norm2 = sum((g * g).sum(dim=1) * ((a * a).sum(dim=1) + 1.0) for g, a in zip(grads, acts, strict=True))
         norms = torch.sqrt(norm2)
         factor = torch.clamp(self.clip / (norms + 1e-12), max=1.0)
         total: list[Any] = []
-        for layer, g, a in zip(self.linears, grads, acts):
+        for _layer, g, a in zip(self.linears, grads, acts, strict=True):
             fg = factor[:, None] * g
             total.append(fg.T @ a)             # weight: (out, in)
             total.append(fg.sum(dim=0))        # bias
@@ -258,7 +259,7 @@ class DPDiscriminatorStep:
         noise = torch.from_numpy(self.rng.normal(0.0, self.sigma, size=self.size).astype(np.float32))
         start = 0
         params = [t for layer in self.linears for t in (layer.weight, layer.bias)]
-        for p, t in zip(params, total):
+        for p, t in zip(params, total, strict=True):
             k = p.numel()
             p.grad = ((t + noise[start:start + k].reshape(t.shape)) / n_real).detach()
             start += k

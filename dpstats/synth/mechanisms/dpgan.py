@@ -23,8 +23,8 @@ from dpstats.privacy.accounting import ZCDPAccountant
 from dpstats.synth.base import DiscreteData, Param
 from dpstats.synth.mechanisms._torch import (
     DPDiscriminatorStep,
-    RDPAccountant,
     GANSynthesizer,
+    RDPAccountant,
     block_slices,
     block_softmax,
     dpsgd_schedule,

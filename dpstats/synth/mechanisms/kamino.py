@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -244,7 +245,7 @@ class _DCState:
         self.table = np.zeros((ncells, kb))
         # op_c(x, y) per other column: [x, y]; the new tuple is t1 (forward) or t2 (reverse)
         self.ops = [OPS[preds[c]](np.arange(k)[:, None], np.arange(k)[None, :]) for c, k in
-                    zip(self.others, self.other_shape)]
+                    zip(self.others, self.other_shape, strict=True)]
         opb = OPS[preds[self.target]]
         self.b_fwd = opb(np.arange(kb)[:, None], np.arange(kb)[None, :]).astype(float)   # [v, b'] op(v, b')
         self.b_rev = opb(np.arange(kb)[None, :], np.arange(kb)[:, None]).astype(float)   # [v, b'] op(b', v)
@@ -256,7 +257,7 @@ class _DCState:
         """Record a generated tuple with the other columns at ``y`` and the last column at ``b``."""
         fwd = np.ones(1)
         rev = np.ones(1)
-        for m, yi in zip(self.ops, y):
+        for m, yi in zip(self.ops, y, strict=True):
             fwd = np.outer(fwd, m[:, yi]).ravel()     # op(x, y) over the cells x
             rev = np.outer(rev, m[yi, :]).ravel()     # op(y, x)
         self.table += np.outer(fwd, self.b_fwd[:, b]) + np.outer(rev, self.b_rev[:, b])
@@ -417,7 +418,7 @@ class Kamino(Synthesizer):
                 "kamino:dc_violations", counts, sensitivity=sens, sigma=sigma_dc, rng=rng,
                 note="ordered violating pairs per learned DC; one row is in 2(n-1) ordered pairs"))
             pairs = max(n * (n - 1), 1)
-            rates = {i: float(np.clip(v / pairs, 0.0, 1.0)) for i, v in zip(learned, noisy_v)}
+            rates = {i: float(np.clip(v / pairs, 0.0, 1.0)) for i, v in zip(learned, noisy_v, strict=True)}
         # 2. one softmax model per later attribute, noisy full-batch gradient descent
         models: list[np.ndarray] = []
         sigma = 0.0
@@ -519,7 +520,7 @@ class Kamino(Synthesizer):
             logw = np.log(np.maximum(probs[i], 1e-300))
             hard = np.zeros(probs.shape[1])
             cells = []
-            for s, w in zip(states, weights):
+            for s, w in zip(states, weights, strict=True):
                 x = out[i, s.other_idx]
                 cells.append(x)
                 v = s.table[s.flat(x)]
@@ -535,6 +536,6 @@ class Kamino(Synthesizer):
             c = np.cumsum(pw)
             val = min(int(np.searchsorted(c, float(u[i] * c[-1]), side="right")), c.size - 1)
             out[i, target] = val
-            for s, x in zip(states, cells):
+            for s, x in zip(states, cells, strict=True):
                 s.add(x, val)
         return fallbacks

@@ -120,7 +120,7 @@ class PATECTGAN(GANSynthesizer):
 
         for it in range(iters):
             for _ in range(int(p["teacher_iters"])):
-                for t, opt, part in zip(teachers, opt_t, parts):
+                for t, opt, part in zip(teachers, opt_t, parts, strict=True):
                     idx = part[rng.choice(part.size, size=min(batch, part.size), replace=False)]
                     creal, _ = cond_from_rows(data.codes[idx], shape, rng)
                     with torch.no_grad():

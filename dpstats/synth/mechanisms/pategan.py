@@ -99,7 +99,7 @@ class PATEGAN(GANSynthesizer):
 
         for it in range(iters):
             for _ in range(int(p["teacher_iters"])):
-                for t, opt, part in zip(teachers, opt_t, parts):
+                for t, opt, part in zip(teachers, opt_t, parts, strict=True):
                     idx = part[rng.choice(part.size, size=min(batch, part.size), replace=False)]
                     with torch.no_grad():
                         f = fake(batch)
