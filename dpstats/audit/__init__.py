@@ -48,7 +48,6 @@ from dpstats.audit.exposure import (
     ranks,
     summarize_exposure,
 )
-
 from dpstats.audit.power import audit_power, exact_gaussian_sigma, gaussian_power, trials_for_power
 from dpstats.audit.run import AuditResult, audit
 

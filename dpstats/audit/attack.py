@@ -59,7 +59,7 @@ class Runs:
     def __len__(self) -> int:
         return int(self.kind.size)
 
-    def take(self, idx) -> "Runs":
+    def take(self, idx) -> Runs:
         return Runs(self.values[idx], self.kind[idx])
 
 

@@ -320,7 +320,7 @@ def zcdp_rho_lower_bound(tpr_lower: float, fpr_upper: float) -> float:
     # a -> 1: the KL divergence
     kl = lambda x, y: x * math.log(x / y) + ((1 - x) * math.log((1 - x) / (1 - y)) if x < 1 else 0.0)  # noqa: E731
     vals = [float(np.nanmax(d1)), float(np.nanmax(d2))]
-    if 0 < q and p < 1:
+    if q > 0 and p < 1:
         vals += [kl(p, q), kl(q, p)]
     return max(max(vals), 0.0)
 

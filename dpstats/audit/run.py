@@ -48,23 +48,43 @@ import multiprocessing as mp
 import os
 import time
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from scipy import special
 
-from dpstats.algorithms import (Algorithm, Configuration, Release, get, get_configuration, list_algorithms,
-                                list_configurations, load_plugin)
+from dpstats.algorithms import (
+    Algorithm,
+    Configuration,
+    Release,
+    get,
+    get_configuration,
+    list_algorithms,
+    list_configurations,
+    load_plugin,
+)
 from dpstats.algorithms.release import AlgorithmSpec, Budget, InvalidOutcome, release
-from dpstats.bench.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, CallJob, CallResult, Limits, WorkerPool
-from dpstats.privacy.accounting import zcdp_epsilon
 from dpstats.audit import bounds as B
-from dpstats.audit.power import audit_power, min_trials
-from dpstats.audit.result import AuditResult
-from dpstats.audit.attack import (DECLINED, ERROR, FALLBACK, KIND_NAMES, KINDS, MEMORY, RELEASED, STATISTICS, TIMEOUT, Runs,
-                                  fit_statistic)
+from dpstats.audit.attack import (
+    DECLINED,
+    ERROR,
+    FALLBACK,
+    KIND_NAMES,
+    KINDS,
+    MEMORY,
+    RELEASED,
+    STATISTICS,
+    TIMEOUT,
+    Runs,
+    fit_statistic,
+)
 from dpstats.audit.exposure import exposure, summarize_exposure
 from dpstats.audit.neighbours import CANARY_MODES, DESIGNS, Neighbours, from_instance, generated
+from dpstats.audit.power import audit_power, min_trials
+from dpstats.audit.result import AuditResult
+from dpstats.bench.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, CallJob, CallResult, Limits, WorkerPool
+from dpstats.privacy.accounting import zcdp_epsilon
 
 __all__ = ["AuditResult", "audit", "resolve_algorithm", "resolve_configuration", "ESTIMATORS"]
 
@@ -220,7 +240,7 @@ def _run_all(payload: dict[str, Any], indices: np.ndarray, sides: np.ndarray, wo
              log: Callable[[str], None] | None) -> list[CallResult]:
     """Every release as a :class:`~dpstats.bench.sandbox.CallResult` (in this process when ``limits`` is None)."""
     n = indices.size
-    items = list(zip(indices.tolist(), sides.tolist()))
+    items = list(zip(indices.tolist(), sides.tolist(), strict=True))
     if limits is None:  # no isolation, no limits (debugging)
         out: list[CallResult] = []
         with warnings.catch_warnings():
@@ -274,7 +294,8 @@ def _counts(s_in, s_out, t):
 def _zcdp_values(tp, n_in, fp, n_out, a):
     p = B.clopper_pearson_lower(tp, n_in, a)
     q = B.clopper_pearson_upper(fp, n_out, a)
-    return np.array([B.zcdp_rho_lower_bound(pi, qi) for pi, qi in zip(np.atleast_1d(p), np.atleast_1d(q))])
+    return np.array([B.zcdp_rho_lower_bound(pi, qi)
+                     for pi, qi in zip(np.atleast_1d(p), np.atleast_1d(q), strict=False)])
 
 
 def _value(est: str, tp, n_in, fp, n_out, alpha_k: float, delta: float, m_total: int | None = None):
@@ -411,21 +432,20 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
     for arg, v, lo in (("--n", n, 10), ("--columns", columns, 1), ("--levels", levels, 2)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo):
             raise ValueError(f"{arg} must be an integer of at least {lo}, got {v!r}")
-    if neighbours is None:
-        if instance is not None:
-            from dpstats.data.corpus import Corpus, CorpusError
+    if neighbours is None and instance is not None:
+        from dpstats.data.corpus import Corpus, CorpusError
 
-            try:
-                inst = (Corpus(corpus) if corpus else Corpus.public()).instance(instance)
-            except (CorpusError, KeyError, ValueError) as exc:
-                raise ValueError(f"--instance: {exc.args[0] if exc.args else exc}") from None
-            if inst.task != task and not (inst.task == "sce" and task == "linreg"):
-                raise ValueError(f"--instance: {instance!r} is a {inst.task} instance; algorithm {name!r} is {task}")
-            neighbours = from_instance(inst, canary)
-            if neighbours.facts.task != task:
-                from dpstats.audit.neighbours import with_task
+        try:
+            inst = (Corpus(corpus) if corpus else Corpus.public()).instance(instance)
+        except (CorpusError, KeyError, ValueError) as exc:
+            raise ValueError(f"--instance: {exc.args[0] if exc.args else exc}") from None
+        if inst.task != task and not (inst.task == "sce" and task == "linreg"):
+            raise ValueError(f"--instance: {instance!r} is a {inst.task} instance; algorithm {name!r} is {task}")
+        neighbours = from_instance(inst, canary)
+        if neighbours.facts.task != task:
+            from dpstats.audit.neighbours import with_task
 
-                neighbours = with_task(neighbours, task)
+            neighbours = with_task(neighbours, task)
     used, search = 0, None  # releases spent on a design search's pilots, and their scores
     if neighbours is not None:
         pairs = [neighbours]
@@ -483,7 +503,7 @@ def _search_design(cls: type, cands: list[Neighbours], eps: float, dlt: float, c
     return cands[best["k"]], [{k: v for k, v in x.items() if k != "k"} for x in rows]
 
 
-def _merge(parts: list["AuditResult"], conf: float, seconds: float) -> "AuditResult":
+def _merge(parts: list[AuditResult], conf: float, seconds: float) -> AuditResult:
     """One result from audits of several designs (each at its share of alpha)."""
     first = parts[0]
     bounds_all, reasons, notes = [], [], []
@@ -516,7 +536,7 @@ def _merge(parts: list["AuditResult"], conf: float, seconds: float) -> "AuditRes
 
 def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, trials: int, seed: int,
                 workers: int, params: dict[str, Any], log: Callable[[str], None] | None,
-                t_start: float, limits: Limits | None, name: str | None = None) -> "AuditResult":
+                t_start: float, limits: Limits | None, name: str | None = None) -> AuditResult:
     """Audit ``cls`` with ``params`` on one pair of neighbours (the module docstring's design).
 
     ``name`` is the roster name reported (default: the class's).
