@@ -48,7 +48,8 @@ Examples
 
 from __future__ import annotations
 
-from dpstats.api.inputs import _PURE_DP as _PURE_DP, _too_few_rows as _too_few_rows
+from dpstats.api.inputs import _PURE_DP as _PURE_DP
+from dpstats.api.inputs import _too_few_rows as _too_few_rows
 from dpstats.api.methods import DEFAULT_METHODS, INFERENCE_METHODS
 from dpstats.api.result import PrivateResult
 from dpstats.api.run import private_coef, private_mean, private_ols

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -128,10 +129,7 @@ _FIELD_ARG = {"formula": "formula", "coefficient": "coef", "columns": "columns",
 
 def _user_error(exc: CorpusError, data_arg: str = "data") -> ValueError:
     fld = exc.field or ""
-    if fld.startswith("bounds"):
-        arg = "bounds"
-    else:
-        arg = _FIELD_ARG.get(fld, data_arg)
+    arg = "bounds" if fld.startswith("bounds") else _FIELD_ARG.get(fld, data_arg)
     msg = exc.message
     if "n = " in msg and "is not more than d" in msg:
         msg += " (after dropping rows with missing values): too few rows for this model"

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -243,7 +244,7 @@ class PrivateResult:
         except Exception:
             return self.terms
         if m.dtype == bool and m.shape == (len(self.terms),) and m.any():
-            return tuple(t for t, f in zip(self.terms, m) if f)
+            return tuple(t for t, f in zip(self.terms, m, strict=True) if f)
         return self.terms
 
     def _per_term(self, a: np.ndarray) -> Any:
@@ -359,7 +360,8 @@ class PrivateResult:
         if not bad:
             return None
         lo, hi = self._interval(0.95)
-        infinite = [t for t, a, b in zip(self.terms, lo, hi) if t in bad and not (np.isfinite(a) and np.isfinite(b))]
+        infinite = [t for t, a, b in zip(self.terms, lo, hi, strict=False)
+                    if t in bad and not (np.isfinite(a) and np.isfinite(b))]
         wide = [t for t in bad if t not in infinite]
         parts = []
         if infinite:
@@ -411,15 +413,14 @@ class PrivateResult:
             return ()
         lo, hi = self._interval(level)
         out = []
-        for t, a, b in zip(self.terms, lo, hi):
+        for t, a, b in zip(self.terms, lo, hi, strict=False):
             if not (np.isfinite(a) and np.isfinite(b)):
                 out.append(t)
                 continue
             bd = self.bounds.get(t) if self.task == "mean" else None
-            if bd is not None and (b - a) >= (bd[1] - bd[0]):
-                out.append(t)
-            elif self.task != "mean" and self.coefficient and t == self.coefficient and a <= 0 <= b and (b - a) > 0 \
-                    and self._coef_range() is not None and (b - a) >= self._coef_range():
+            if (bd is not None and (b - a) >= (bd[1] - bd[0])) or (
+                    self.task != "mean" and self.coefficient and t == self.coefficient and a <= 0 <= b and (b - a) > 0
+                    and self._coef_range() is not None and (b - a) >= self._coef_range()):
                 out.append(t)
         return tuple(out)
 
@@ -508,7 +509,7 @@ class PrivateResult:
             se = np.atleast_1d(np.asarray(self.std_error, dtype=float))
             fallen = set(self._fallback_set())
             lines.append(f"  {'term':<{width}}  {'private estimate':>16}  {'std. error':>11}  95% interval")
-            for t, v, s, a, b in zip(self.terms, self._values(), se, lo, hi):
+            for t, v, s, a, b in zip(self.terms, self._values(), se, lo, hi, strict=False):
                 # a fallback was not estimated: its interval, even a finite one, is not shown as an interval
                 ci = ("not estimated (fallback)" if t in fallen and np.isfinite(a) and np.isfinite(b)
                       else f"[{_fmt(float(a))}, {_fmt(float(b))}]")
@@ -516,7 +517,7 @@ class PrivateResult:
         else:
             width = max(len(t) for t in self.terms)
             lines.append(f"  {'term':<{width}}  private estimate")
-            for t, v in zip(self.terms, self._values()):
+            for t, v in zip(self.terms, self._values(), strict=False):
                 lines.append(f"  {t:<{width}}  {_fmt(float(v))}")
         ub = self._user_bounds()
         if ub:

@@ -9,17 +9,33 @@ release, and the :class:`~dpstats.api.result.PrivateResult`.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from dpstats.algorithms import list_algorithms
 from dpstats.algorithms.base import Decline, Release
 from dpstats.algorithms.release import AlgorithmSpec, Budget, InvalidOutcome, release
-from dpstats.api.inputs import _check_bounds, _check_data, _check_delta, _check_formula, _check_levels, \
-    _check_params, _check_seed, _declared_column, _inspect_design, _is_text, _method_class, _too_few_rows, \
-    _user_error, _warn_bounds, _warn_delta, _warn_missing
+from dpstats.api.inputs import (
+    _check_bounds,
+    _check_data,
+    _check_delta,
+    _check_formula,
+    _check_levels,
+    _check_params,
+    _check_seed,
+    _declared_column,
+    _inspect_design,
+    _is_text,
+    _method_class,
+    _too_few_rows,
+    _user_error,
+    _warn_bounds,
+    _warn_delta,
+    _warn_missing,
+)
 from dpstats.api.result import PrivateResult
 from dpstats.data.corpus import InstanceSpec
 from dpstats.data.instance import build_instance

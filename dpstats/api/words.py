@@ -11,7 +11,7 @@ summaries and the number format they share. Read by
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from dpstats.algorithms.base import Algorithm
 
