@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pandas as pd
 
@@ -123,7 +124,7 @@ class Corpus:
         self._specs: dict[str, InstanceSpec] = {i.id: i for s in studies.values() for i in s.instances}
 
     @classmethod
-    def public(cls) -> "Corpus":
+    def public(cls) -> Corpus:
         """The public corpus shipped with dpstats."""
         return cls(public_corpus_path())
 

@@ -16,8 +16,9 @@ Examples
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -351,7 +352,7 @@ def _build_regression(spec: InstanceSpec, data: pd.DataFrame, fixed_levels: froz
         if g < 2:
             raise _err(spec, "se", f"cluster column {cluster_col!r} has {g} cluster(s); CR1 needs at least 2")
         cl_codes = pd.factorize(clusters)[0]
-        for term, idx in cat_terms.items():
+        for idx in cat_terms.values():
             if not idx:
                 continue
             # the term's levels are nested in clusters when each level lies in one cluster

@@ -6,9 +6,10 @@ import decimal
 import math
 import re
 import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from dpstats.data.sources import PROVIDERS, READERS
 from dpstats.errors import CorpusError
@@ -45,7 +46,7 @@ class Reported:
     decimals: int
 
     @classmethod
-    def parse(cls, raw: Any) -> "Reported":
+    def parse(cls, raw: Any) -> Reported:
         if isinstance(raw, bool):
             raise TypeError("a boolean is not a number")
         if isinstance(raw, decimal.Decimal):
