@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import os
 import traceback
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -126,7 +127,7 @@ class AlgorithmRef:
 
     @classmethod
     def of(cls, algo_cls: type, ref: str | None = None, params: Mapping[str, Any] | None = None,
-           label: str | None = None) -> "AlgorithmRef":
+           label: str | None = None) -> AlgorithmRef:
         """The reference of a registered class (``ref`` defaults to its name).
 
         ``params`` configure it; ``label`` then names the configuration in the
@@ -137,7 +138,7 @@ class AlgorithmRef:
                    interpretation=algo_cls.interpretation, params=tuple((params or {}).items()))
 
     @classmethod
-    def of_configuration(cls, config: Any) -> "AlgorithmRef":
+    def of_configuration(cls, config: Any) -> AlgorithmRef:
         """The reference of a roster entry (:class:`~dpstats.algorithms.configurations.Configuration`).
 
         Its name is stored with results; its algorithm and params are what a
@@ -160,7 +161,7 @@ class AlgorithmRef:
             raise ValueError(f"{self.ref!r} resolves to algorithm {algo_cls.name!r}, expected {self.name!r}")
         return algo_cls
 
-    def spec(self) -> "AlgorithmSpec":
+    def spec(self) -> AlgorithmSpec:
         """The :class:`~dpstats.algorithms.release.AlgorithmSpec` to release with (checked by :meth:`load`)."""
         from dpstats.algorithms.release import AlgorithmSpec
 
@@ -185,7 +186,7 @@ class Problem:
     baseline: Any  # Baseline
 
     @classmethod
-    def from_instance(cls, instance: Any, baseline: Any = None) -> "Problem":
+    def from_instance(cls, instance: Any, baseline: Any = None) -> Problem:
         """Wrap an :class:`~dpstats.data.instance.Instance` (computing its baseline unless given)."""
         from dpstats.algorithms.base import TaskData
         from dpstats.ols.baseline import compute_baseline

@@ -7,7 +7,8 @@ import statistics
 import sys
 import time
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from dpstats.bench.model import STATUSES, TrialResult
 

@@ -87,14 +87,13 @@ import signal
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from dpstats.bench.model import STATUSES, AlgorithmRef, TrialResult
 from dpstats.bench.progress import Progress, format_seconds
-from dpstats.bench.schedule import CostModel, order_jobs
-from dpstats.bench.store import Store
 from dpstats.bench.sandbox import (
     DEFAULT_MEMORY_MB,
     DEFAULT_TIME_LIMIT,
@@ -103,6 +102,8 @@ from dpstats.bench.sandbox import (
     WorkerPool,
     run_job_isolated,
 )
+from dpstats.bench.schedule import CostModel, order_jobs
+from dpstats.bench.store import Store
 from dpstats.data.corpus import Corpus, InstanceSpec, public_corpus_path
 from dpstats.data.manifest import TASKS
 from dpstats.privacy.accounting import validate_budget

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from dpstats.bench.sandbox import Job
 from dpstats.bench.store import Store, read_costs
@@ -40,17 +40,17 @@ class CostModel:
     sizes: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
-    def from_store(cls, store: Store, inference: bool = False) -> "CostModel":
+    def from_store(cls, store: Store, inference: bool = False) -> CostModel:
         """The costs recorded in a results file (its coverage trials with ``inference``)."""
         return cls(store.trial_seconds(inference), store.instance_sizes())
 
     @classmethod
-    def from_file(cls, path: str, inference: bool = False) -> "CostModel":
+    def from_file(cls, path: str, inference: bool = False) -> CostModel:
         """The costs recorded in another run's results file, opened read-only."""
         seconds, sizes = read_costs(path, inference)
         return cls(seconds, sizes)
 
-    def merged(self, fallback: "CostModel") -> "CostModel":
+    def merged(self, fallback: CostModel) -> CostModel:
         """These costs, with ``fallback``'s where these know nothing of a key."""
         return CostModel({**fallback.seconds, **self.seconds}, {**fallback.sizes, **self.sizes})
 

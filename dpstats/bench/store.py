@@ -39,9 +39,10 @@ import platform
 import socket
 import sqlite3
 import sys
-from datetime import datetime, timezone
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -189,7 +190,7 @@ class StoreMismatch(ValueError):
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _json(obj: Any) -> str:
@@ -246,7 +247,7 @@ class Store:
         """Close the file (checkpointing the write-ahead log)."""
         self.con.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -287,7 +288,7 @@ class Store:
             The file holds trials of the other kind.
         """
         row = self.con.execute("SELECT value FROM meta WHERE key = 'secure'").fetchone()
-        if row is None:
+        if row is None:  # noqa: SIM108 (a nested conditional expression would read worse)
             old = "False" if self.count() else None
         else:
             old = row[0]

@@ -53,10 +53,11 @@ import itertools
 import json
 import math
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -168,7 +169,7 @@ def grid_for(cls: type) -> dict[str, Any]:
             raise ValueError(f"{cls.__name__}.grid has {n} candidates; at most {MAX_CONFIGS}")
         configs: list[dict[str, Any]] = [{}]
         for combo in itertools.product(*axes.values()):
-            over = {k: v for k, v in zip(axes, combo) if v != defaults[k]}
+            over = {k: v for k, v in zip(axes, combo, strict=True) if v != defaults[k]}
             if over and over not in configs:
                 configs.append(over)
         return {"rule": "declared", "axes": axes, "configs": configs}
@@ -198,9 +199,8 @@ def split_studies(corpus: Any, task: str, seed: int, max_studies: int | None = N
         Fewer than two studies have instances of the task.
     """
     studies = sorted({s.study for s in corpus.specs(task)})
-    if max_studies is not None:
-        if max_studies < 2:
-            raise ValueError("max_studies must be at least 2")
+    if max_studies is not None and max_studies < 2:
+        raise ValueError("max_studies must be at least 2")
     rng = np.random.default_rng(seed)
     order = [studies[i] for i in rng.permutation(len(studies))]
     if max_studies is not None:
@@ -399,7 +399,7 @@ class TuningResult:
             "scores": {"train": self.train_scores, "heldout": self.heldout}, "decision": self.decision,
             "skipped_instances": self.skipped_instances, "min_improvement": self.min_improvement,
             "dpstats_version": __version__,
-            "created": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+            "created": datetime.now(UTC).strftime("%Y-%m-%d"),
         })
 
 
@@ -498,7 +498,7 @@ def tune(algorithm: str | type, epsilon: float, task: str | None = None, trials:
                             decision="no hyperparameter to tune (no grid and no numeric default)")
     scores = []
     tables = run_configs(cls, grid["configs"], train, epsilon, delta, trials, limits, workers)
-    for k, (over, table) in enumerate(zip(grid["configs"], tables)):
+    for k, (over, table) in enumerate(zip(grid["configs"], tables, strict=True)):
         sc = _score(table, train)
         scores.append({"params": over, **sc})
         say(f"  [{k + 1}/{len(grid['configs'])}] {over or 'defaults'}: train tau@50 = "

@@ -9,8 +9,9 @@ them to its workers (:mod:`dpstats.bench.sandbox.pool`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 from dpstats.bench.model import AlgorithmRef, TrialKind
 
@@ -53,7 +54,7 @@ class Job:
         """Whether the job's trials are of another kind than point trials (coverage trials)."""
         return self.kind is not None
 
-    def tail(self, start: int) -> "Job":
+    def tail(self, start: int) -> Job:
         """The job from trial ``start`` on."""
         return replace(self, trials=self.trials[start:])
 
@@ -97,7 +98,7 @@ class CallJob:
     secure: bool = False
 
     @property
-    def algorithm(self) -> "AlgorithmRef":
+    def algorithm(self) -> AlgorithmRef:
         """A stand-in reference naming the job in the pool's messages (nothing is loaded)."""
         return AlgorithmRef(name=self.name, task="call", ref="", interpretation="")
 

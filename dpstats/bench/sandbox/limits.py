@@ -106,7 +106,7 @@ class _SelfStats:
             self.clear = None
 
     @classmethod
-    def open(cls) -> "_SelfStats | None":
+    def open(cls) -> _SelfStats | None:
         try:
             return cls()
         except OSError:
@@ -157,7 +157,7 @@ def _set_as_limit(limit: int | None) -> None:
     """Set the soft address-space limit (None: back to the hard limit)."""
     try:
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        if limit is None:
+        if limit is None:  # noqa: SIM108 (a nested conditional expression would read worse)
             new = hard
         else:
             new = limit if hard == resource.RLIM_INFINITY else min(limit, hard)

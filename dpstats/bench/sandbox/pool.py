@@ -16,10 +16,11 @@ import sys
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from multiprocessing.connection import wait
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from dpstats.bench.model import MAX_MESSAGE, AlgorithmRef, Problem, TrialResult, cache_problem
 from dpstats.bench.sandbox.jobs import CallJob, CallResult, Job
@@ -139,7 +140,7 @@ class WorkerPool:
                 w.close()
         self.workers = []
 
-    def __enter__(self) -> "WorkerPool":
+    def __enter__(self) -> WorkerPool:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -10,6 +10,7 @@ state, reaping it and describing how it ended.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import signal
@@ -20,10 +21,11 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from dpstats.bench.model import TrialResult, describe_exception, load_problem
 from dpstats.bench.sandbox.jobs import CallJob, CallResult, Job
@@ -83,10 +85,8 @@ class _SharedState:
         return None
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError, ValueError):
             self.map.close()
-        except (OSError, ValueError):
-            pass
 
 
 def _worker_setup(parent: int, crash_fd: int | None = None) -> None:
@@ -183,8 +183,8 @@ def _worker_loop(conn: Connection, state: _SharedState) -> None:
                 last_send = now
 
 
-def _serve_calls(conn: Connection, state: "_SharedState", job: CallJob, limit: int, job_no: int,
-                 begin: Callable[[], tuple[int, int]], stats: "_SelfStats | None") -> None:
+def _serve_calls(conn: Connection, state: _SharedState, job: CallJob, limit: int, job_no: int,
+                 begin: Callable[[], tuple[int, int]], stats: _SelfStats | None) -> None:
     """Run the calls of a :class:`CallJob` like the trials of a job (same protocol, limits and batching)."""
     conn.send(("ready", {"instance": job.instance, "corpus": job.corpus, "name": job.name}))
     pending: list[CallResult] = []
@@ -254,8 +254,8 @@ class _Worker:
         self.popen: subprocess.Popen | None = None
         # files without a name (nothing to clean up, however the processes end)
         self.stderr_file: Any = None
-        self.crash_file = tempfile.TemporaryFile(prefix="dpstats-crash-")
-        self.state_file = tempfile.TemporaryFile(prefix="dpstats-state-")
+        self.crash_file = tempfile.TemporaryFile(prefix="dpstats-crash-")  # noqa: SIM115 (closed by close())
+        self.state_file = tempfile.TemporaryFile(prefix="dpstats-state-")  # noqa: SIM115 (closed by close())
         self.shared = _SharedState(self.state_file.fileno(), create=True)
         if method == "fork":
             self._start_fork(inherited)
@@ -276,10 +276,8 @@ class _Worker:
             try:
                 a.close()
                 for fd in inherited:  # the supervisor's ends of the other workers' channels
-                    try:
+                    with contextlib.suppress(OSError):
                         os.close(fd)
-                    except OSError:
-                        pass
                 os.setpgid(0, 0)
                 conn = Connection(b.detach())
                 _worker_setup(parent, self.crash_file.fileno())
@@ -287,10 +285,8 @@ class _Worker:
             finally:
                 os._exit(0)
         b.close()
-        try:
+        with contextlib.suppress(OSError):
             os.setpgid(pid, pid)
-        except OSError:
-            pass
         self.pid = pid
         self.conn = Connection(a.detach())
 
@@ -302,7 +298,7 @@ class _Worker:
         env["PYTHONPATH"] = os.pathsep.join([pkg_root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         fd = b.fileno()
         crash_fd, state_fd = self.crash_file.fileno(), self.state_file.fileno()
-        self.stderr_file = tempfile.TemporaryFile(prefix="dpstats-worker-")
+        self.stderr_file = tempfile.TemporaryFile(prefix="dpstats-worker-")  # noqa: SIM115 (closed by close())
         code = ("import sys; from dpstats.bench.sandbox.worker import _spawn_entry; "
                 "_spawn_entry(*map(int, sys.argv[1:5]))")
         self.popen = subprocess.Popen(
@@ -403,20 +399,16 @@ class _Worker:
         try:
             os.killpg(self.pid, signal.SIGKILL)
         except OSError:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(self.pid, signal.SIGKILL)
-            except OSError:
-                pass
         return self.reap(block=True)
 
     def close(self) -> None:
         self.state = "dead"
         conn = getattr(self, "conn", None)
         if conn is not None:
-            try:
+            with contextlib.suppress(OSError):
                 conn.close()
-            except OSError:
-                pass
         self.shared.close()
         for f in (self.stderr_file, self.crash_file, self.state_file):
             if f is not None:
@@ -426,10 +418,8 @@ class _Worker:
         """Ask an idle worker to exit; kill it if it does not within 2 s."""
         if self.state == "dead":
             return
-        try:
+        with contextlib.suppress(OSError):
             self.conn.send(("stop",))
-        except OSError:
-            pass
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline:
             if self.reap(block=False) is not None:

@@ -30,14 +30,15 @@ here) is ranked apart, not last (:func:`summarize`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from dpstats.bench.synth.metrics import METRICS, evaluate, metric_bins
 from dpstats.bench.sandbox import DEFAULT_MEMORY_MB, CallJob, CallResult, Limits, WorkerPool
+from dpstats.bench.synth.metrics import METRICS, evaluate, metric_bins
 from dpstats.synth import SYNTHESIZERS, get_synthesizer
 from dpstats.synth.base import Synthesizer
 from dpstats.synth.pipeline import make_discretizer, synthesize_frame
@@ -310,11 +311,13 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
         sel = ranks.index.get_level_values("metric").isin([m for m, g in groups.items() if g == group or group == "GT"])
         if not sel.any():
             continue
-        cells = set(zip(ranks.index.get_level_values("dataset")[sel], ranks.index.get_level_values("epsilon")[sel]))
+        cells = set(zip(ranks.index.get_level_values("dataset")[sel], ranks.index.get_level_values("epsilon")[sel],
+                        strict=True))
         for mech in mechs:
             r = ranks.loc[sel, mech]
             has = r.notna()
-            in_cells = np.array([(d, e) in cells for d, e in zip(trials["dataset"], trials["epsilon"])], dtype=bool)
+            in_cells = np.array([(d, e) in cells for d, e in zip(trials["dataset"], trials["epsilon"], strict=True)],
+                                dtype=bool)
             mine = trials[(trials["mechanism"] == mech).to_numpy() & in_cells]
             seconds = mine["seconds"] if "seconds" in mine else pd.Series(dtype=float)
             rows.append({"group": group, "mechanism": mech, "combinations": int(sel.sum()),

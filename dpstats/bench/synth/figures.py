@@ -11,8 +11,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -42,7 +43,7 @@ def marginal_bars(real: pd.DataFrame, synthetic: Mapping[str, pd.DataFrame], sch
     sizes = bins.sizes()
     tables = {"original": bins.bin(real), **{k: bins.bin(v) for k, v in synthetic.items()}}
     fig, axes = plt.subplots(1, len(columns), figsize=(2.2 * len(columns) + 1, 3.4), squeeze=False)
-    for ax, col in zip(axes[0], columns):
+    for ax, col in zip(axes[0], columns, strict=True):
         j, k = schema.names.index(col), sizes[col]
         cmap = plt.get_cmap("tab20", max(k, 2))
         bottom = np.zeros(len(tables))
@@ -75,7 +76,7 @@ def correlation_heatmaps(real: pd.DataFrame, synthetic: Mapping[str, pd.DataFram
     fig, axes = plt.subplots(nrow, ncol, figsize=(2.6 * ncol + 1.2, 2.7 * nrow + 0.4), squeeze=False)
     im = None
     flat = list(axes.ravel())
-    for ax, (name, m) in zip(flat, mats.items()):
+    for ax, (name, m) in zip(flat, mats.items(), strict=False):
         im = ax.imshow(m, vmin=0, vmax=1, cmap="viridis")
         ax.set_title(name, fontsize=9)
         ax.set_xticks([])
@@ -109,7 +110,7 @@ def metric_curves(results: pd.DataFrame, dataset: str, path: str | Path, *, titl
     mechs = sorted(runs["mechanism"].unique())
     cmap = plt.get_cmap("tab10" if len(mechs) <= 10 else "tab20")
     fig, axes = plt.subplots(1, len(metrics), figsize=(3.3 * len(metrics) + 1.6, 3.4), squeeze=False)
-    for ax, metric in zip(axes[0], metrics):
+    for ax, metric in zip(axes[0], metrics, strict=True):
         for i, mech in enumerate(mechs):
             g = runs[(runs["mechanism"] == mech) & (runs["metric"] == metric)].groupby("epsilon")["value"]
             if not len(g):
@@ -127,7 +128,7 @@ def metric_curves(results: pd.DataFrame, dataset: str, path: str | Path, *, titl
         ax.set_title(f"{metric} ({METRICS[metric]})", fontsize=9)
     legend: dict[str, Any] = {}
     for ax in axes[0]:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
             legend.setdefault(lab, h)
     fig.legend(list(legend.values()), list(legend), loc="center right", fontsize=7, frameon=False)
     fig.suptitle(title or f"{dataset}: metrics against ε", fontsize=9)
@@ -154,7 +155,7 @@ def discretizer_bars(comparison: pd.DataFrame, dataset: str, path: str | Path, *
     width = 0.8 / max(len(metrics), 1)
     fig, axes = plt.subplots(1, len(epsilons), figsize=(0.55 * len(mechs) * len(epsilons) + 2.5, 3.4),
                              squeeze=False, sharey=True)
-    for ax, eps in zip(axes[0], epsilons):
+    for ax, eps in zip(axes[0], epsilons, strict=True):
         for k, metric in enumerate(metrics):
             v = d[(d["epsilon"] == eps) & (d["metric"] == metric)].set_index("mechanism")["difference"]
             ax.bar(np.arange(len(mechs)) + (k - (len(metrics) - 1) / 2) * width, v.reindex(mechs).to_numpy(),

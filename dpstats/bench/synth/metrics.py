@@ -35,9 +35,10 @@ Examples
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -94,7 +95,7 @@ class MetricBins:
             s = df[c.name]
             if c.categorical:
                 lookup = {level_key(v): i for i, v in enumerate(c.levels or ())}
-                codes = s.map(lambda v: lookup.get(level_key(v), -1)).to_numpy(dtype=np.int64)
+                codes = s.map(lambda v, lookup=lookup: lookup.get(level_key(v), -1)).to_numpy(dtype=np.int64)
                 if np.any(codes < 0):
                     raise ValueError(f"column {c.name!r}: value outside the schema's levels")
                 out[:, j] = codes
