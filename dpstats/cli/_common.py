@@ -38,6 +38,6 @@ def _dump(obj: Any) -> str:
 def _table(rows: list[list[Any]], header: list[str]) -> str:
     cells = [[str(c) for c in header]] + [[("" if c is None else str(c)) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)

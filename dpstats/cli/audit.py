@@ -58,8 +58,8 @@ def _build_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     """Handler of ``dpstats audit``."""
-    from dpstats.cli._common import _dump
     from dpstats.audit.run import audit
+    from dpstats.cli._common import _dump
 
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")

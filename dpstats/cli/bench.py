@@ -8,8 +8,8 @@ from collections import Counter
 from pathlib import Path
 
 from dpstats.bench.runner import DEFAULT_DELTA, DEFAULT_RESULTS, PRESETS, BenchConfig, plan_bench, run_bench
-from dpstats.bench.store import Store
 from dpstats.bench.sandbox import FatalJobError
+from dpstats.bench.store import Store
 from dpstats.data.manifest import TASKS
 
 

@@ -52,7 +52,7 @@ def _common(p: argparse.ArgumentParser, *, several: bool = False) -> None:
                         "or text)")
 
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``dpstats synth`` with its sub-commands ``bench`` and ``run``."""
     p = sub.add_parser("synth", help="DP synthetic data: benchmark synthesizers or synthesize a data set",
                        description=__doc__.split("\n\n")[0])
@@ -166,8 +166,8 @@ def _bench(args: argparse.Namespace) -> int:
     from dpstats.bench.synth.benchmark import DEFAULT_DELTA, DEFAULT_EPSILONS, run_benchmark, summarize
     from dpstats.bench.synth.compare import discretizer_comparison, original_rows, ranked_results
     from dpstats.bench.synth.figures import correlation_heatmaps, discretizer_bars, marginal_bars, metric_curves
-    from dpstats.synth.datasets import DATASETS, load_dataset
     from dpstats.privacy.accounting import validate_budget
+    from dpstats.synth.datasets import DATASETS, load_dataset
 
     out = Path(args.out)
     _check_out_dir(out)
@@ -253,8 +253,8 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dpstats.privacy.accounting import validate_budget
     from dpstats.bench.synth.benchmark import DEFAULT_DELTA, SynthTrial, run_supervised
+    from dpstats.privacy.accounting import validate_budget
 
     out = Path(args.out)
     if not out.parent.exists():
