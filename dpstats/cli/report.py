@@ -25,6 +25,8 @@ def add_report_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--explore", action=argparse.BooleanOptionalAction, default=None,
                    help="Explore pages for every corpus / for none (default: only for public-corpus results)")
     p.add_argument("--no-site", action="store_true", help="write the CSV files only")
+    p.add_argument("--workers", type=int, metavar="K",
+                   help="processes drawing the pages and figures (default: the CPUs available; 1: this process)")
     return p
 
 
@@ -33,6 +35,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from dpstats.data.corpus import Corpus
 
     paths = args.results or [_default_results()]
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {args.workers}")
     try:
         trials = load_trials(paths)
         intervals = load_intervals(paths)
@@ -49,7 +53,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from dpstats.api import DEFAULT_METHODS
 
     res = write_report(trials, args.out, facts=facts, explore=args.explore, site=not args.no_site,
-                       defaults=DEFAULT_METHODS, intervals=intervals)
+                       defaults=DEFAULT_METHODS, intervals=intervals, workers=args.workers)
     lb = res["leaderboard"]
     if trials.empty:
         print(f"{len(intervals)} coverage trials, {len(res['coverage'])} coverage rows; wrote {len(res['files'])} "

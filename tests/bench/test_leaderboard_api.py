@@ -136,16 +136,16 @@ def test_the_api_entry_gives_the_apis_estimate() -> None:
 @pytest.fixture(scope="module")
 def no_plots():
     """The report without its figures (matplotlib takes most of its time; the tables are what is tested)."""
-    from dpstats.bench.report import site
+    from dpstats.bench.report import explore, site
 
     with pytest.MonkeyPatch.context() as mp:
-        for fn in ("plot_profiles", "plot_trials"):
-            mp.setattr(site, fn, lambda *a, **k: [])
+        for module, fn in ((site, "plot_profiles"), (explore, "plot_profiles"), (explore, "plot_trials")):
+            mp.setattr(module, fn, lambda *a, **k: [])
         yield
 
 
 def _report(results, out) -> None:
-    assert main(["report", "--results", str(results), "--out", str(out), "--no-explore"]) == 0
+    assert main(["report", "--results", str(results), "--out", str(out), "--no-explore", "--workers", "1"]) == 0
 
 
 @pytest.fixture(scope="module")

@@ -37,8 +37,12 @@ that are not in the public corpus are never included.
 
 The package is split by concern: :mod:`~dpstats.bench.report.loading`
 (reading results and facts), :mod:`~dpstats.bench.report.plots` (matplotlib
-figures), :mod:`~dpstats.bench.report.site` (the pages) and
-:mod:`~dpstats.bench.report.release` (the bundle).
+figures), :mod:`~dpstats.bench.report.site` (the report, the Leaderboard and
+Coverage pages), :mod:`~dpstats.bench.report.explore` (the Explore pages),
+:mod:`~dpstats.bench.report.pages` (what the pages share),
+:mod:`~dpstats.bench.report.pool` (the worker processes that draw the pages
+and their figures, ``--workers``) and :mod:`~dpstats.bench.report.release`
+(the bundle).
 """
 
 from __future__ import annotations
