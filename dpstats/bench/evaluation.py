@@ -392,7 +392,11 @@ def profile(trials: pd.DataFrame, task: str, epsilon: float, slice: str = "all",
         ``tau = inf`` and ``rate = 0``. Rows are sorted by algorithm, then
         ``tau``. Plot with ``where="post"`` steps on a log axis.
     """
-    df = _select(trials, corpus)
+    return _profile_frame(_select(trials, corpus), task, epsilon, slice)
+
+
+def _profile_frame(df: pd.DataFrame, task: str, epsilon: float, slice: str) -> pd.DataFrame:
+    """:func:`profile` of a table already through :func:`prepare` and holding one corpus."""
     rows: list[dict[str, Any]] = []
     for _, sub in _groups(df, task, epsilon, slice):
         _, profs = _profiles(sub)

@@ -196,8 +196,17 @@ def _sort_trials(df: pd.DataFrame) -> pd.DataFrame:
     keys = [c for c in ("corpus", "task", "algorithm", "instance", "epsilon", "delta", "seed") if c in df.columns]
     return df.sort_values(keys, kind="stable").reset_index(drop=True)
 
-def profiles_table(trials: pd.DataFrame) -> pd.DataFrame:
+def profiles_table(trials: pd.DataFrame, prepared: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every performance profile as exact step points.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trials table.
+    prepared : DataFrame, optional
+        ``dpstats.bench.evaluation.prepare(trials)`` when the caller has it
+        (the same rows in the same order); otherwise it is computed here,
+        once for every task, ε and slice.
 
     Returns
     -------
@@ -205,13 +214,18 @@ def profiles_table(trials: pd.DataFrame) -> pd.DataFrame:
         Columns ``corpus, task, epsilon, slice, algorithm, interpretation,
         tau, rate`` (see :func:`dpstats.bench.evaluation.profile`).
     """
+    prep = ev.prepare(trials) if prepared is None else prepared
+    if len(prep) != len(trials):
+        raise ValueError("prepared must be prepare(trials): the row counts differ")
     frames = []
     corpora = sorted(trials["corpus"].unique()) if "corpus" in trials.columns else [None]
     for corpus in corpora:
-        sub = trials if corpus is None else trials[trials["corpus"] == corpus]
+        mask = (np.ones(len(trials), dtype=bool) if corpus is None
+                else (trials["corpus"] == corpus).to_numpy(dtype=bool, na_value=False))
+        sub, psub = trials[mask], prep[mask]
         for task, eps in ev.group_values(sub):
             for sl in ev.slices_for(task):
-                p = ev.profile(sub, task, eps, sl, corpus=corpus)
+                p = ev._profile_frame(psub, task, eps, sl)
                 if p.empty:
                     continue
                 frames.append(p.assign(corpus=corpus, task=task, epsilon=eps, slice=sl))

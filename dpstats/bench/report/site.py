@@ -124,7 +124,8 @@ def write_report(trials: pd.DataFrame, out: str | os.PathLike[str], *, facts: pd
     lb = lbd.leaderboard(trials)
     lb.to_csv(out / "leaderboard.csv", index=False)
     files.append(out / "leaderboard.csv")
-    prof = profiles_table(trials)
+    prep = ev.prepare(trials)  # the sorted table with its scores, shared by the profiles and the pages
+    prof = profiles_table(trials, prepared=prep)
     prof.to_csv(out / "profiles.csv", index=False)
     files.append(out / "profiles.csv")
     explored: set[str] = set()
@@ -135,7 +136,8 @@ def write_report(trials: pd.DataFrame, out: str | os.PathLike[str], *, facts: pd
         if facts is None:
             facts = instance_facts(trials)
         with JobRunner(workers) as run:
-            files += _write_site(trials, lb, prof, facts, out, explored, dict(defaults or {}), iv, cov, per, run)
+            files += _write_site(trials, lb, prof, facts, out, explored, dict(defaults or {}), iv, cov, per, run,
+                                 prep)
     if iv is not None and cov is not None and per is not None:
         files += _write_inference_csv(iv, cov, per, out, INTERVAL_COLUMNS)
     return {"leaderboard": lb, "coverage": cov, "instances": per, "files": files, "explored": sorted(explored)}
@@ -366,8 +368,10 @@ def _board_rows(g: pd.DataFrame, link: bool, task: str) -> list[dict[str, Any]]:
 def _write_site(trials: pd.DataFrame, lb: pd.DataFrame, prof: pd.DataFrame, facts: pd.DataFrame, out: Path,
                 explored: set[str], defaults: Mapping[str, str], iv: pd.DataFrame | None = None,
                 cov: pd.DataFrame | None = None, per: pd.DataFrame | None = None,
-                run: JobRunner | None = None) -> list[Path]:
+                run: JobRunner | None = None, prep: pd.DataFrame | None = None) -> list[Path]:
     """The pages and figures; those of each task and ε, instance and algorithm are jobs of ``run``.
+
+    ``prep`` is ``ev.prepare(trials)`` when the caller has it.
 
     Returns the written files in a fixed order (the order of submission), whatever the number of workers.
     """
@@ -376,7 +380,7 @@ def _write_site(trials: pd.DataFrame, lb: pd.DataFrame, prof: pd.DataFrame, fact
     run.add([out / "style.css"])
     corpora = sorted(trials["corpus"].unique())
     groups = list(ev.group_values(trials))
-    prep = ev.prepare(trials)
+    prep = ev.prepare(trials) if prep is None else prep
 
     for task, eps in groups:
         lb_te = lb[(lb["task"] == task) & (lb["epsilon"] == eps)]
