@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # the dpstats of this checkout, as the child processes get through PYTHONPATH
 
 #: the issue's targets: the full preset's wall time, the median trial on any instance, the report's wall time
 TARGET_BENCH_S = 20 * 60.0
