@@ -400,7 +400,7 @@ def _worst_coordinate(g: pd.DataFrame) -> tuple[int, float]:
     scalar target the coverage is the instance's.
     """
     hits: list[np.ndarray] = []
-    for lo_, hi_, tr_ in zip(g["low"].tolist(), g["high"].tolist(), g["truth"].tolist()):
+    for lo_, hi_, tr_ in zip(g["low"].tolist(), g["high"].tolist(), g["truth"].tolist(), strict=True):
         tr, lo, hi = _vec(tr_), _vec(lo_), _vec(hi_)
         if tr is None:
             continue
@@ -547,7 +547,7 @@ def coverage_table(intervals: pd.DataFrame, tolerance: float = COVERAGE_TOLERANC
             ranked = [b for b in block[1:] if b["eligible"]]
             ranked.sort(key=lambda b: (b["median_width_ratio"], b["algorithm"]))
             ranks = competition_ranks([(b["median_width_ratio"],) for b in ranked])
-            for b, rk in zip(ranked, ranks):
+            for b, rk in zip(ranked, ranks, strict=True):
                 b["rank"] = rk
             for b in block:
                 b.setdefault("rank", None)

@@ -44,9 +44,10 @@ Examples
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -253,7 +254,7 @@ class StepProfile:
         lv = Fraction(level)
         if lv <= 0:
             return 0.0
-        for t, c in zip(self.taus, self.numerators):
+        for t, c in zip(self.taus, self.numerators, strict=False):
             if c * lv.denominator >= lv.numerator * self.denominator:
                 return float(t)
         return math.inf
@@ -289,7 +290,7 @@ def step_profile(scores: pd.DataFrame, instances: pd.DataFrame) -> StepProfile:
     inst = instances[["instance", "study"]].drop_duplicates()
     if inst["instance"].duplicated().any():
         raise ValueError("an instance appears with two studies")
-    study_of = dict(zip(inst["instance"].to_numpy(dtype=object), inst["study"].to_numpy(dtype=object)))
+    study_of = dict(zip(inst["instance"].to_numpy(dtype=object), inst["study"].to_numpy(dtype=object), strict=True))
     return _step(scores["instance"].to_numpy(dtype=object), scores["score"].to_numpy(dtype=float), study_of)
 
 
@@ -311,7 +312,7 @@ def _step(instances: np.ndarray, scores: np.ndarray, study_of: dict[Any, Any]) -
     # instances to L, so S = (sum of weights of successes) / L exactly
     L = math.lcm(*denoms.values()) if denoms else 1
     sums: dict[float, int] = {}
-    for i, r in zip(instances, scores):
+    for i, r in zip(instances, scores, strict=True):
         if i in denoms and math.isfinite(r):
             sums[r] = sums.get(r, 0) + L // denoms[i]
     taus = sorted(sums)
@@ -345,7 +346,7 @@ def _groups(df: pd.DataFrame, task: str | None, epsilon: float | None, slice_: s
 
 def _profiles(sub: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[str, StepProfile]]]:
     inst = _instance_set(sub)
-    study_of = dict(zip(inst["instance"].to_numpy(dtype=object), inst["study"].to_numpy(dtype=object)))
+    study_of = dict(zip(inst["instance"].to_numpy(dtype=object), inst["study"].to_numpy(dtype=object), strict=True))
     algos = sub["algorithm"].to_numpy(dtype=object)
     interps = sub["interpretation"].to_numpy(dtype=object)
     insts = sub["instance"].to_numpy(dtype=object)
@@ -403,7 +404,7 @@ def _profile_frame(df: pd.DataFrame, task: str, epsilon: float, slice: str) -> p
         for algo, (interp, p) in profs.items():
             if not len(p.taus):
                 rows.append({"algorithm": algo, "interpretation": interp, "tau": math.inf, "rate": 0.0})
-            for t, r in zip(p.taus, p.rates):
+            for t, r in zip(p.taus, p.rates, strict=True):
                 rows.append({"algorithm": algo, "interpretation": interp, "tau": float(t), "rate": float(r)})
     return pd.DataFrame(rows, columns=["algorithm", "interpretation", "tau", "rate"])
 

@@ -51,9 +51,10 @@ Examples
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -109,7 +110,7 @@ def _fallback_shares(sub: pd.DataFrame, study_of: dict[Any, Any]) -> dict[str, f
             out[str(algo)] = math.nan
             continue
         terms = [(int(h), k * per_study[study_of[i]] * int(t))
-                 for (_, i), h, t in zip(g.index, g["hits"], g["trials"]) if i in study_of and h]
+                 for (_, i), h, t in zip(g.index, g["hits"], g["trials"], strict=True) if i in study_of and h]
         if terms:
             L = math.lcm(*(d for _, d in terms))
             out[str(algo)] = float(Fraction(sum(h * (L // d) for h, d in terms), L))
@@ -174,19 +175,20 @@ def leaderboard(trials: pd.DataFrame, standard_only_ranked: bool = True) -> pd.D
             continue
         inst, profs = _profiles(sub)
         fallback = _fallback_shares(sub, dict(zip(inst["instance"].to_numpy(dtype=object),
-                                                  inst["study"].to_numpy(dtype=object))))
+                                                  inst["study"].to_numpy(dtype=object), strict=True)))
         entries = []
         for algo, (interp, p) in profs.items():
             reach = float(p.reach)
             entries.append({
-                **dict(zip(ck + ["task", "epsilon", "slice"], key)), "algorithm": algo, "interpretation": interp,
+                **dict(zip(ck + ["task", "epsilon", "slice"], key, strict=True)), "algorithm": algo,
+                "interpretation": interp,
                 "tau50": p.tau50, "reaches": reach, "fallback": fallback[algo],
                 "_key": rank_key(p.tau50, reach, p.reach_tau),
                 "instances": len(inst), "studies": int(inst["study"].nunique()),
                 **{f"tail{t}": float(p.tail(t)) for t in TAIL_TAUS},
             })
         ranked = [e for e in entries if e["interpretation"] == "standard" or not standard_only_ranked]
-        for e, r in zip(ranked, competition_ranks([e["_key"] for e in ranked])):
+        for e, r in zip(ranked, competition_ranks([e["_key"] for e in ranked]), strict=True):
             e["rank"] = r
         entries.sort(key=lambda e: (e.get("rank") is None, e["_key"], e["algorithm"]))
         rows.extend(entries)
@@ -285,10 +287,7 @@ def format_tau(tau: float) -> str:
         return "∞"
     if tau == 0:
         return "0"
-    if 1e-3 <= abs(tau) < 1e5:
-        s = f"{tau:.3g}"
-    else:
-        s = f"{tau:.2e}"
+    s = f"{tau:.3g}" if 1e-3 <= abs(tau) < 1e5 else f"{tau:.2e}"
     return s
 
 

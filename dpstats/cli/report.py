@@ -7,8 +7,14 @@ import sys
 from pathlib import Path
 
 from dpstats.bench.leaderboard import verify_leaderboard
-from dpstats.bench.report import _default_results, build_release, instance_facts, load_intervals, load_trials, \
-    write_report
+from dpstats.bench.report import (
+    _default_results,
+    build_release,
+    instance_facts,
+    load_intervals,
+    load_trials,
+    write_report,
+)
 
 
 def add_report_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -47,8 +47,14 @@ and their figures, ``--workers``) and :mod:`~dpstats.bench.report.release`
 
 from __future__ import annotations
 
-from dpstats.bench.report.loading import _default_results as _default_results, instance_facts, load_intervals, \
-    load_trials, profiles_table, public_instance_ids
+from dpstats.bench.report.loading import _default_results as _default_results
+from dpstats.bench.report.loading import (
+    instance_facts,
+    load_intervals,
+    load_trials,
+    profiles_table,
+    public_instance_ids,
+)
 from dpstats.bench.report.plots import COLORS, TAU_MAX, plot_instance_coverage, plot_profiles, plot_trials
 from dpstats.bench.report.release import build_release, corpus_instance_table
 from dpstats.bench.report.site import SLICE_LABELS, SLICE_TAGS, TASK_LABELS, profile_leaders, write_report

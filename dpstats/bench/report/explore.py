@@ -16,8 +16,17 @@ import pandas as pd
 
 from dpstats.bench import evaluation as ev
 from dpstats.bench import leaderboard as lbd
-from dpstats.bench.report.pages import SLICE_LABELS, TASK_LABELS, _algorithm_page, _eps, _fmt, _instance_page, \
-    _render, _safe, _val
+from dpstats.bench.report.pages import (
+    SLICE_LABELS,
+    TASK_LABELS,
+    _algorithm_page,
+    _eps,
+    _fmt,
+    _instance_page,
+    _render,
+    _safe,
+    _val,
+)
 from dpstats.bench.report.plots import TAU_MAX, plot_forest, plot_profiles, plot_trials
 from dpstats.bench.report.pool import JobRunner
 

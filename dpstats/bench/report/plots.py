@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -101,7 +102,7 @@ def plot_profiles(curves: Sequence[Mapping[str, Any]], stem: Path, title: str, t
     fig = _figure(axes_in, 4.2)
     ax = fig.add_subplot(1, 1, 1)
     beyond = 0
-    for k, (c, (taus, rates, more, label)) in enumerate(zip(curves, drawn)):
+    for k, (c, (taus, rates, more, label)) in enumerate(zip(curves, drawn, strict=True)):
         end = rates[-1] if rates.size else 0.0
         xs = np.r_[lo, taus, hi]
         ys = np.r_[0.0, rates, end]
@@ -157,7 +158,7 @@ def plot_trials(rows: Sequence[tuple[str, Sequence[float], Sequence[float]]], st
     eps_all = sorted({float(e) for _, es, _ in rows for e in es})
     colors = {e: COLORS[k % len(COLORS)] for k, e in enumerate(eps_all)}
     seen: set[float] = set()
-    for y, (label, eps, ratios) in enumerate(rows):
+    for y, (_label, eps, ratios) in enumerate(rows):
         eps = np.asarray(eps, dtype=float)
         r = np.asarray(ratios, dtype=float)
         for e in sorted(set(eps.tolist())):
@@ -289,7 +290,7 @@ def plot_forest(study: tuple[float, float, float], rows: Sequence[Mapping[str, A
         highs = np.asarray(r["highs"], dtype=float)
         m = len(lows)
         offs = np.linspace(-0.25, 0.25, m) if m > 1 else np.zeros(1)
-        for off, a, b in zip(offs, lows, highs):
+        for off, a, b in zip(offs, lows, highs, strict=False):
             if not (math.isfinite(a) or a == -math.inf) or not (math.isfinite(b) or b == math.inf):
                 continue
             a_c, b_c = max(a, lo_x), min(b, hi_x)
@@ -368,7 +369,7 @@ def plot_instance_coverage(panels: Sequence[Mapping[str, Any]], stem: Path, titl
     panel_w, panel_h = 4.3, 3.3
     fig = _figure(panel_w * ncols, panel_h * nrows + 0.5)
     axes = [fig.add_subplot(nrows, ncols, k + 1) for k in range(max(1, len(panels)))]
-    for ax, pn in zip(axes, panels):
+    for ax, pn in zip(axes, panels, strict=False):
         low: list[tuple[float, float, float, str]] = []
         for pt in pn["points"]:
             m = str(pt["label"])
@@ -381,7 +382,7 @@ def plot_instance_coverage(panels: Sequence[Mapping[str, Any]], stem: Path, titl
             slot = float(slots[methods.index(m)])
             ys, counts = np.unique(y[~fin & np.isfinite(y)], return_counts=True)
             ax.scatter(np.full(ys.shape, slot), ys, s=22, color=colors[m], marker=">", linewidths=0, zorder=3)
-            for yv, cnt in zip(ys, counts):
+            for yv, cnt in zip(ys, counts, strict=True):
                 if cnt > 1:  # the count above the marker, so that neighbouring columns do not collide
                     ax.annotate(f"{cnt}", (slot, yv), xytext=(0, 3), textcoords="offset points", fontsize=5,
                                 color=colors[m], ha="center", va="bottom", zorder=4)

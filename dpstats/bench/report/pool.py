@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["default_workers", "resolve_workers", "JobRunner"]
 
@@ -79,7 +80,7 @@ class JobRunner:
         self._pool: ProcessPoolExecutor | None = None
         self._pending: list[Future[Any] | _Done] = []
 
-    def __enter__(self) -> "JobRunner":
+    def __enter__(self) -> JobRunner:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -9,8 +9,9 @@ import platform
 import shutil
 import sys
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd

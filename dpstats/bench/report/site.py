@@ -9,8 +9,9 @@ hold all the markup.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,10 +19,29 @@ import pandas as pd
 from dpstats.bench import evaluation as ev
 from dpstats.bench import leaderboard as lbd
 from dpstats.bench.report.explore import _write_explore
-from dpstats.bench.report.loading import _order_columns, _sort_trials, instance_facts, profiles_table, \
-    public_instance_ids
-from dpstats.bench.report.pages import SLICE_LABELS, SLICE_TAGS, TASK_LABELS, TEMPLATES, _algorithm_page, _eps, \
-    _fmt, _inference_page, _instance_page, _lb_page, _pct, _render, _safe, environment
+from dpstats.bench.report.loading import (
+    _order_columns,
+    _sort_trials,
+    instance_facts,
+    profiles_table,
+    public_instance_ids,
+)
+from dpstats.bench.report.pages import (
+    SLICE_LABELS,
+    SLICE_TAGS,
+    TASK_LABELS,
+    TEMPLATES,
+    _algorithm_page,
+    _eps,
+    _fmt,
+    _inference_page,
+    _instance_page,
+    _lb_page,
+    _pct,
+    _render,
+    _safe,
+    environment,
+)
 from dpstats.bench.report.plots import TAU_MAX, plot_coverage, plot_instance_coverage, plot_profiles
 from dpstats.bench.report.pool import JobRunner, resolve_workers
 
@@ -95,8 +115,13 @@ def write_report(trials: pd.DataFrame, out: str | os.PathLike[str], *, facts: pd
         ``instances`` (the per-instance table, DataFrame or None), ``files``
         (list of written paths), ``explored`` (corpora with Explore pages).
     """
-    from dpstats.bench.inference import INTERVAL_COLUMNS, coverage_table, instance_coverage, prepare_intervals, \
-        trial_validity
+    from dpstats.bench.inference import (
+        INTERVAL_COLUMNS,
+        coverage_table,
+        instance_coverage,
+        prepare_intervals,
+        trial_validity,
+    )
 
     out = Path(out)
     workers = resolve_workers(workers)
