@@ -137,6 +137,7 @@ def _profile_figure(prof: Profiles, task: str, names: list[str]) -> bytes:
     import pandas as pd
 
     from dpstats.bench.leaderboard import format_tau50
+    from dpstats.bench.report.plots import profile_frame
 
     eps_list = prof.epsilons(task)
     boards = {e: prof.board[(prof.board["task"] == task) & (prof.board["epsilon"] == e)] for e in eps_list}
@@ -184,10 +185,7 @@ def _profile_figure(prof: Profiles, task: str, names: list[str]) -> bytes:
             if beyond:
                 ax.plot([hi], [end], marker=">", markersize=6, color=col, clip_on=False, linestyle="none")
         _log_x(ax)
-        ax.set_xlim(lo, hi)
-        ax.set_ylim(-0.02, 1.02)
-        ax.axhline(0.5, color="#999999", linewidth=0.8, linestyle=":")
-        ax.axvline(1.0, color="#999999", linewidth=0.8, linestyle=":")
+        profile_frame(ax, lo, hi)
         ax.grid(True, which="major", alpha=0.25)
         ax.set_title(f"ε = {_eps(e)}", fontsize=10)
         ax.set_xlabel("τ (error / sampling-error baseline)", fontsize=9)

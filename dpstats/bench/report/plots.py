@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["COLORS", "LINESTYLES", "TAU_MAX", "plot_profiles", "plot_trials", "plot_coverage", "plot_forest",
+__all__ = ["COLORS", "LINESTYLES", "TAU_MAX", "profile_frame", "plot_profiles", "plot_trials", "plot_coverage", "plot_forest",
            "plot_instance_coverage"]
 
 #: curve colours (Okabe-Ito, then grey shades); none of them is used by the page CSS
@@ -35,6 +35,14 @@ def _null_formatter() -> Any:
     from matplotlib.ticker import NullFormatter
 
     return NullFormatter()
+
+
+def profile_frame(ax: Any, lo: float, hi: float) -> None:
+    """The frame of a performance profile: τ from ``lo`` to ``hi``, rates 0 to 1, dotted lines at 50 % and τ = 1."""
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(-0.02, 1.02)
+    ax.axhline(0.5, color="#999999", linewidth=0.8, linestyle=":")
+    ax.axvline(1.0, color="#999999", linewidth=0.8, linestyle=":")
 
 
 def _log_axis(ax: Any) -> None:
@@ -114,10 +122,7 @@ def plot_profiles(curves: Sequence[Mapping[str, Any]], stem: Path, title: str, t
             beyond += 1
             ax.plot([hi], [end], marker=">", markersize=7, color=color, clip_on=False, linestyle="none")
     _log_axis(ax)
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(-0.02, 1.02)
-    ax.axhline(0.5, color="#999999", linewidth=0.8, linestyle=":")
-    ax.axvline(1.0, color="#999999", linewidth=0.8, linestyle=":")
+    profile_frame(ax, lo, hi)
     ax.set_xlabel("τ (error / sampling-error baseline)"
                   + (f"; ▸ = still rising beyond τ = {hi:g} (see profiles.csv)" if beyond else ""))
     ax.set_ylabel("success rate (study-weighted)")

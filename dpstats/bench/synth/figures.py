@@ -34,6 +34,14 @@ def _plt() -> Any:
     return plt
 
 
+def _save(plt: Any, fig: Any, path: str | Path) -> Path:
+    """Write ``fig`` as a PNG at ``path`` and close it."""
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def marginal_bars(real: pd.DataFrame, synthetic: Mapping[str, pd.DataFrame], schema: Schema, path: str | Path,
                   *, columns: Sequence[str] | None = None, bins: MetricBins | None = None, title: str = "") -> Path:
     """Stacked bars of each column's 1-way marginal (evaluation bins) for the original and each mechanism."""
@@ -56,10 +64,7 @@ def marginal_bars(real: pd.DataFrame, synthetic: Mapping[str, pd.DataFrame], sch
         ax.set_ylim(0, 1)
     fig.suptitle(title or "1-way marginals", fontsize=9)
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def correlation_heatmaps(real: pd.DataFrame, synthetic: Mapping[str, pd.DataFrame], schema: Schema,
@@ -86,10 +91,7 @@ def correlation_heatmaps(real: pd.DataFrame, synthetic: Mapping[str, pd.DataFram
     if im is not None:
         fig.colorbar(im, ax=flat, shrink=0.8, label="Cramér's V (bias-corrected)")
     fig.suptitle(title or "pairwise correlation", fontsize=9)
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def metric_curves(results: pd.DataFrame, dataset: str, path: str | Path, *, title: str = "") -> Path:
@@ -133,10 +135,7 @@ def metric_curves(results: pd.DataFrame, dataset: str, path: str | Path, *, titl
     fig.legend(list(legend.values()), list(legend), loc="center right", fontsize=7, frameon=False)
     fig.suptitle(title or f"{dataset}: metrics against ε", fontsize=9)
     fig.tight_layout(rect=(0, 0, 0.86, 1))
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def discretizer_bars(comparison: pd.DataFrame, dataset: str, path: str | Path, *, title: str = "") -> Path:
@@ -168,7 +167,4 @@ def discretizer_bars(comparison: pd.DataFrame, dataset: str, path: str | Path, *
     fig.legend(handles, labels, loc="center right", fontsize=7, frameon=False)
     fig.suptitle(title or f"{dataset}: PrivTree against equal width", fontsize=9)
     fig.tight_layout(rect=(0, 0, 0.9, 1))
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
