@@ -92,6 +92,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dpstats.bench.execution import run_dask, run_local
 from dpstats.bench.model import STATUSES, AlgorithmRef, TrialResult
 from dpstats.bench.progress import Progress, format_seconds
 from dpstats.bench.sandbox import (
@@ -99,8 +100,6 @@ from dpstats.bench.sandbox import (
     DEFAULT_TIME_LIMIT,
     Job,
     Limits,
-    WorkerPool,
-    run_job_isolated,
 )
 from dpstats.bench.schedule import CostModel, order_jobs
 from dpstats.bench.store import Store
@@ -464,65 +463,6 @@ def make_plan(corpus: Corpus, algorithms: Sequence[Selected], instances: Sequenc
                 jobs, planned, skipped)
 
 
-# --------------------------------------------------------------------------
-# Execution
-# --------------------------------------------------------------------------
-
-
-def _dask_job(job: Job, limits: Limits) -> tuple[dict[str, Any] | None, list[TrialResult]]:
-    """A Dask task: run one job in the worker thread's persistent trial process."""
-    return run_job_isolated(job, limits)
-
-
-def _run_local(jobs: list[Job], workers: int, limits: Limits, on_result: Callable[[TrialResult], None],
-               on_ready: Callable[[dict[str, Any]], None], on_tick: Callable[[], None],
-               on_running: Callable[[list[float]], None] | None = None) -> None:
-    with WorkerPool(workers, limits) as pool:
-        def tick() -> None:
-            on_tick()
-            if on_running is not None:
-                on_running(pool.running_seconds())
-
-        pool.run(jobs, on_result, on_ready, on_tick=tick)
-
-
-def _dask_client(address: str) -> tuple[Any, Any]:
-    from distributed import Client, LocalCluster
-
-    if address == "local" or address.startswith("local:"):
-        n = int(address.partition(":")[2] or (os.cpu_count() or 1))
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
-        return Client(cluster, set_as_default=False), cluster
-    return Client(address, set_as_default=False), None
-
-
-def _run_dask(jobs: list[Job], address: str, limits: Limits, on_result: Callable[[TrialResult], None],
-              on_ready: Callable[[dict[str, Any]], None], on_batch: Callable[[], None]) -> int:
-    from distributed import as_completed
-
-    client, cluster = _dask_client(address)
-    futures = []
-    try:
-        nworkers = sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values())
-        # one task per job, run roughly in submission order (the plan's: longest first)
-        futures = client.map(_dask_job, jobs, [limits] * len(jobs), pure=False)
-        for fut in as_completed(futures, loop=client.loop):
-            info, results = fut.result()
-            if info is not None:
-                on_ready(info)
-            for r in results:
-                on_result(r)
-            on_batch()
-            fut.release()
-        return nworkers
-    finally:
-        if futures:
-            client.cancel(futures)
-        client.close()
-        if cluster is not None:
-            cluster.close()
-
-
 def _resolve(config: BenchConfig) -> tuple[Corpus, list[str], tuple[float, ...], float, int, int | None, Limits,
                                            Preset]:
     preset = PRESETS[config.preset or "full"]
@@ -673,11 +613,11 @@ def run_bench(config: BenchConfig, out: Any = None, log: Callable[[str], None] |
         try:
             if plan.jobs:
                 if config.dask:
-                    workers = _run_dask(plan.jobs, config.dask, limits, on_result, store.add_instance,
+                    workers = run_dask(plan.jobs, config.dask, limits, on_result, store.add_instance,
                                         store.commit) or workers
                 else:
-                    _run_local(plan.jobs, workers, limits, on_result, store.add_instance, tick,
-                               lambda ages: progress.running(ages, limits.time, workers))
+                    run_local(plan.jobs, workers, limits, on_result, store.add_instance, tick,
+                              lambda ages: progress.running(ages, limits.time, workers))
             status = "complete"
         except KeyboardInterrupt:
             status = "interrupted"

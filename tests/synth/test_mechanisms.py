@@ -295,7 +295,7 @@ def test_aim_round_tol(data):
 
 
 def test_rounded_counts_sum_and_expectation():
-    from dpstats.synth.mechanisms._pgm import rounded_counts
+    from dpstats.synth.mechanisms._pgm_sample import rounded_counts
 
     p = np.array([0.05, 0.0, 0.333, 0.617])
     rng = np.random.default_rng(3)
@@ -310,7 +310,7 @@ def test_rounded_counts_sum_and_expectation():
 
 def test_rounding_follows_the_model_closer_than_iid_draws(data):
     """MST samples with rounded counts: each synthetic 2-way marginal on the tree follows the model's."""
-    from dpstats.synth.mechanisms import _pgm
+    from dpstats.synth.mechanisms import _pgm, _pgm_sample
 
     cliques = [(c,) for c in COLS] + [("age", "y"), ("job", "y"), ("marital", "job"), ("housing", "y"),
                                        ("duration", "y")]
@@ -318,7 +318,7 @@ def test_rounding_follows_the_model_closer_than_iid_draws(data):
     mm = _pgm.ModelMarginals(model)
     gaps = {}
     for rounding in (False, True):
-        rows = _pgm.sample(model, data.domain, data.n, np.random.default_rng(5), rounding=rounding)
+        rows = _pgm_sample.sample(model, data.domain, data.n, np.random.default_rng(5), rounding=rounding)
         pos = {c: j for j, c in enumerate(data.domain.names)}
         err = []
         for cl in cliques:

@@ -84,7 +84,7 @@ class AIM(Synthesizer):
 
     def _synthesize(self, data: DiscreteData, accountant: Accountant, rng: np.random.Generator,
                     n_rows: int) -> DiscreteData:
-        from dpstats.synth.mechanisms import _pgm
+        from dpstats.synth.mechanisms import _pgm, _pgm_sample
 
         if not isinstance(accountant, ZCDPAccountant):
             raise TypeError("AIM accounts in zCDP: give a ZCDPAccountant")
@@ -145,7 +145,7 @@ class AIM(Synthesizer):
                 break
             if np.abs(marg.counts(q) - before).sum() <= math.sqrt(2.0 / math.pi) * sigma * dom.size(q):
                 sigma, eps, anneals = sigma / 2.0, eps * 2.0, anneals + 1
-        out = _pgm.sample(model, dom, n_rows, rng, marginals=marg, rounding=bool(self.params["rounding"]))
+        out = _pgm_sample.sample(model, dom, n_rows, rng, marginals=marg, rounding=bool(self.params["rounding"]))
         self.details = {"workload": workload, "selected": selected, "rounds_run": len(selected),
                         "anneals": anneals, "fit_iterations": fit_iters}
         return data.with_codes(out)

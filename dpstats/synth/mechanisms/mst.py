@@ -87,7 +87,7 @@ class MST(Synthesizer):
 
     def _synthesize(self, data: DiscreteData, accountant: Accountant, rng: np.random.Generator,
                     n_rows: int) -> DiscreteData:
-        from dpstats.synth.mechanisms import _pgm
+        from dpstats.synth.mechanisms import _pgm, _pgm_sample
 
         if not isinstance(accountant, ZCDPAccountant):
             raise TypeError("MST accounts in zCDP: give a ZCDPAccountant")
@@ -144,7 +144,7 @@ class MST(Synthesizer):
                     sigma=sigma2, rng=rng, note="2-way tree marginal, replace-one L2 sensitivity sqrt(2)"))
                 log2.append((e, y, sigma2))
         model = _pgm.estimate(cdom, log1 + log2, data.n, self.params["iters"])
-        csyn = _pgm.sample(model, cdom, n_rows, rng, rounding=bool(self.params["rounding"]))
+        csyn = _pgm_sample.sample(model, cdom, n_rows, rng, rounding=bool(self.params["rounding"]))
         out = np.column_stack([uncompress(csyn[:, j], maps[n], rng) for j, n in enumerate(names)]) \
             if n_rows else np.zeros((0, d), dtype=np.int64)
         self.details = {"sigma_1way": sigma1, "tree": edges, "compressed_shape": cdom.shape}

@@ -61,7 +61,7 @@ class MWEMPGM(Synthesizer):
 
     def _synthesize(self, data: DiscreteData, accountant: Accountant, rng: np.random.Generator,
                     n_rows: int) -> DiscreteData:
-        from dpstats.synth.mechanisms import _pgm
+        from dpstats.synth.mechanisms import _pgm, _pgm_sample
 
         if not isinstance(accountant, ZCDPAccountant):
             raise TypeError("MWEM-PGM accounts in zCDP: give a ZCDPAccountant")
@@ -104,6 +104,6 @@ class MWEMPGM(Synthesizer):
             model = _pgm.estimate(dom, measurements, n, iters, warm_start=model)
             marg = _pgm.ModelMarginals(model)
         assert model is not None and marg is not None      # rounds >= 1
-        out = _pgm.sample(model, dom, n_rows, rng, marginals=marg, rounding=bool(self.params["rounding"]))
+        out = _pgm_sample.sample(model, dom, n_rows, rng, marginals=marg, rounding=bool(self.params["rounding"]))
         self.details = {"workload": workload, "selected": chosen, "sigma": sigma, "epsilon_select": eps_t}
         return data.with_codes(out)
