@@ -124,20 +124,59 @@ def _finite_bounds(bounds: dict, name: str) -> tuple[float, float] | None:
     return b[0], b[1]
 
 
+def _solve_nuisance(Gs: np.ndarray, ia: list[int], gx: int, gy: int,
+                    floor_ev: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Projections of x and y on the columns ``ia`` for a stack of (noisy) Gram matrices ``Gs`` (k, p1, p1).
+
+    The eigenvalues of the controls' block are floored at ``floor_ev``. When
+    ``ia`` starts with the constant (index 0), whose diagonal ``n`` is public
+    and exact, the constant is partialled out exactly first (Frisch-Waugh):
+    the floor then acts on the controls' block centred by the released
+    column sums, ``G_zz - G_z0 G_0z / n``, and never on the constant's
+    direction. Flooring the constant would shrink the centring of ``u`` and
+    ``v`` towards 0 when ``n`` is small against the noise floor (small
+    ``epsilon n``), a bias outside the interval.
+
+    Returns ``(sol, floored, min_ev)``: ``sol[r, :, 0]`` and ``sol[r, :, 1]``
+    are the projections of x and y (on ``ia``, in its order), ``floored[r]``
+    how many eigenvalues the floor raised and ``min_ev[r]`` the smallest
+    before the floor (``inf`` without controls besides the constant).
+    """
+    k = Gs.shape[0]
+    const = bool(ia) and ia[0] == 0
+    iz = list(ia[1:]) if const else list(ia)
+    rhs = Gs[:, iz][:, :, [gx, gy]]
+    H = Gs[:, iz][:, :, iz]
+    if const:
+        n = Gs[:, 0, 0]
+        b0 = Gs[:, 0, [gx, gy]]
+        c0 = Gs[:, iz, 0]
+        H = H - c0[:, :, None] * Gs[:, 0, iz][:, None, :] / n[:, None, None]
+        rhs = rhs - c0[:, :, None] * b0[:, None, :] / n[:, None, None]
+    if iz:
+        ev, V = np.linalg.eigh(0.5 * (H + H.transpose(0, 2, 1)))
+        floored = np.sum(ev < floor_ev, axis=1)
+        min_ev = ev.min(axis=1)
+        ev = np.maximum(ev, floor_ev)
+        sz = V @ ((V.transpose(0, 2, 1) @ rhs) / ev[:, :, None])
+    else:
+        floored, min_ev = np.zeros(k, dtype=int), np.full(k, math.inf)
+        sz = np.zeros((k, 0, 2))
+    if const:
+        s0 = (b0 - np.einsum("ri,rij->rj", Gs[:, 0, iz], sz)) / n[:, None]
+        sz = np.concatenate([s0[:, None, :], sz], axis=1)
+    return sz, floored, min_ev
+
+
 def _nuisance(G: np.ndarray, ia: list[int], gx: int, gy: int,
               floor_ev: float) -> tuple[np.ndarray, np.ndarray, int, float]:
-    """Projections of x and y on the columns ``ia`` from a (noisy) Gram matrix, eigenvalues floored.
+    """Projections of x and y on the columns ``ia`` from one released Gram matrix (:func:`_solve_nuisance`).
 
     Also returns how many eigenvalues the floor raised (see ``Partialled.floored``) and the smallest
     eigenvalue before the floor (``inf`` without controls; see ``Partialled.min_ev``).
     """
-    Hs = G[np.ix_(ia, ia)]
-    ev, V = np.linalg.eigh(0.5 * (Hs + Hs.T))
-    floored = int(np.sum(ev < floor_ev))
-    min_ev = float(ev.min()) if ev.size else math.inf
-    ev = np.maximum(ev, floor_ev)
-    sol = V @ ((V.T @ G[np.ix_(ia, [gx, gy])]) / ev[:, None])
-    return sol[:, 0], sol[:, 1], floored, min_ev
+    sol, floored, min_ev = _solve_nuisance(G[None], ia, gx, gy, floor_ev)
+    return sol[0, :, 0], sol[0, :, 1], int(floored[0]), float(min_ev[0])
 
 
 def _pilot(G: np.ndarray, ia: list[int], gx: int, gy: int, sig_G: float, p: int,
@@ -169,7 +208,8 @@ class Partialled:
     ----------
     u, w : ndarray, shape (n,)
         ``x`` and ``y`` (standardised, unclipped) minus their projections on the
-        controls with the noisy-Gram coefficients. Each entry depends on its own
+        controls (standardised and clipped to ``+-col_clip``, as the Gram saw
+        them) with the noisy-Gram coefficients. Each entry depends on its own
         row only, given the released quantities.
     theta0 : float
         Pilot coefficient from the noisy Gram, standardised units (0 when unreliable).
@@ -269,6 +309,7 @@ def partial_out(
     absorb: int = 0,
     m_cell: int = 100,
     absorb_sole: int = 0,
+    scale_weight: float = 1.0,
 ) -> Partialled:
     """Stage 1: private standardisation, noisy Gram, nuisance projections; spends ``scale_share + gram_share`` of rho.
 
@@ -315,9 +356,13 @@ def partial_out(
     free = ~public & ~ranged
     n_private = int(free.sum())
     # ---- stage 1a: private location and scale of each other column, and a row-norm bound
-    e_em = em_epsilon(scale_share * rho / (2 * n_private + 1), bound=EM_BOUND)
+    # each column's location and the row bound weigh 1, each column's scale scale_weight
+    units = n_private * (1.0 + scale_weight) + 1.0
+    e_em = em_epsilon(scale_share * rho / units, bound=EM_BOUND)
+    e_sc = em_epsilon(scale_share * rho * scale_weight / units, bound=EM_BOUND)
     for c in np.flatnonzero(free):
-        loc[c], sc = private_location_scale(W[:, c], e_em, rng, bounds.get(names[c]), acc=acc, label=names[c])
+        loc[c], sc = private_location_scale(W[:, c], e_em, rng, bounds.get(names[c]), acc=acc, label=names[c],
+                                            scale_epsilon=e_sc)
         scale[c] = scale_factor * sc
         if icpt is None:
             loc[c] = 0.0
@@ -341,10 +386,14 @@ def partial_out(
     ia = list(range(0 if const else 1, p - 1))  # (constant,) controls
     gx, gy = p - 1, p  # positions of x and y in the Gram
     floor_ev, gam, dlt, floored, Dx_f, theta0, min_ev = _pilot(G, ia, gx, gy, sig_G, p, ridge)
-    # row-level residuals: all columns enter linearly (standardised, unclipped), so scores built on
-    # them target OLS on the real columns
+    # row-level residuals: x and y enter linearly (standardised, unclipped), so scores built on them
+    # target OLS on the real x and y. The controls enter as the Gram saw them, clipped to +-col_clip:
+    # the projections apply only where the Gram had information, and a control whose private scale came
+    # out far too small (its values beyond the clip on a share of rows) is coarsened rather than
+    # extrapolated to residuals hundreds of scales wide, whose clipped products bias the score
     S_lin = (W - loc) / scale
-    Zs = np.column_stack([np.ones(n), S_lin[:, :ix_c]]) if const else S_lin[:, :ix_c]
+    Z_c = Sc[:, :ix_c]
+    Zs = np.column_stack([np.ones(n), Z_c]) if const else Z_c
     g_c, g_z = (gam[0], gam[1:]) if const else (0.0, gam)
     d_c, d_z = (dlt[0], dlt[1:]) if const else (0.0, dlt)
     u = S_lin[:, ix_c] - Zs @ gam
@@ -355,6 +404,7 @@ def partial_out(
         bnd = _finite_bounds(bounds, names[c])
         if bnd is not None:
             half[c] = max(abs(bnd[0] - loc[c]), abs(bnd[1] - loc[c])) / scale[c]
+    half[:ix_c] = np.minimum(half[:ix_c], col_clip)  # the controls enter clipped
     B_u = float(half[ix_c] + abs(g_c) + np.sum(np.abs(g_z) * half[:ix_c]))
     B_w = float(half[iy_c] + abs(d_c) + np.sum(np.abs(d_z) * half[:ix_c]))
     return Partialled(
@@ -533,11 +583,7 @@ def nuisance_spread(P: Partialled, theta: float, T: float, rng: np.random.Genera
     E = E + np.triu(E, 1).transpose(0, 2, 1)
     E[:, 0, 0] = 0.0
     Gs = G[None] + E
-    Hs = Gs[:, ia][:, :, ia]
-    ev, V = np.linalg.eigh(0.5 * (Hs + Hs.transpose(0, 2, 1)))
-    ev = np.maximum(ev, P.floor_ev)
-    rhs = Gs[:, ia][:, :, [gx, gy]]
-    sol = V @ ((V.transpose(0, 2, 1) @ rhs) / ev[:, :, None])
+    sol, _, _ = _solve_nuisance(Gs, ia, gx, gy, P.floor_ev)
     dg, dd = sol[:, :, 0] - g0, sol[:, :, 1] - d0
     Adg = dg @ A.T
     out = np.einsum("ri,ri->r", Adg, dd - theta * dg) / T

@@ -314,6 +314,7 @@ def private_location_scale(
     *,
     acc: Accountant,
     label: str,
+    scale_epsilon: float | None = None,
 ) -> tuple[float, float]:
     """Private location and scale of one column, robust to point masses.
 
@@ -332,7 +333,10 @@ def private_location_scale(
     mechanism draws from the whole grid (the column is then essentially
     constant and its scale is immaterial). The two mechanisms are charged to
     ``acc`` as ``grid median (label)`` and ``grid median of non-zero pair
-    differences (label)``.
+    differences (label)``. The scale's mechanism runs at ``scale_epsilon``
+    (default ``epsilon``): it sees about half as many values as the location's
+    (one per pair, and only the non-zero ones), so the same failure rate needs
+    about twice the epsilon.
     """
     w = np.asarray(w, dtype=float).reshape(-1)
     grid = symmetric_grid()
@@ -342,7 +346,7 @@ def private_location_scale(
     diff = np.abs(w[perm[0 : w.size - 1 : 2]] - w[perm[1 : w.size : 2]])
     diff = diff[diff > 0]
     _, scale = private_grid_quantile(
-        diff, 0.5, positive_grid(), epsilon, rng, acc=acc, mechanism=f"grid median of non-zero pair differences ({label})"
+        diff, 0.5, positive_grid(), epsilon if scale_epsilon is None else scale_epsilon, rng, acc=acc, mechanism=f"grid median of non-zero pair differences ({label})"
     )
     if bounds is not None:
         lo, hi = float(bounds[0]), float(bounds[1])

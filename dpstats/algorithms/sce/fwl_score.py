@@ -11,7 +11,8 @@ the controls and a pilot ``theta0``.
 
 Stage 2 (score). With the now public ``gamma``, ``delta``, ``theta0`` each
 row gives ``u_i = x_i - z_i' gamma`` and ``v_i = y_i - z_i' delta - theta0 u_i``
-(standardised units, unclipped columns). With private clipping scales
+(standardised units; ``x`` and ``y`` unclipped, the controls ``z`` clipped as
+the Gram saw them). With private clipping scales
 ``C_u``, ``C_v``, release ``S = sum clip(u_i) clip(v_i)`` and
 ``T = sum clip(u_i)^2`` with Gaussian noise and output ``theta0 + S / T``
 (then shrunk towards 0 by its noise z-score, and 0 when the standardisation
@@ -130,6 +131,7 @@ def fwl_score_release(
     clip_free_max: float = math.inf,
     cluster_groups: int = 0,
     u_beyond: float = 0.0,
+    scale_weight: float = 1.0,
 ) -> tuple[float, dict]:
     """Run both stages, spending the accountant's whole budget.
 
@@ -158,7 +160,7 @@ def fwl_score_release(
     P = partial_out(
         X, y, facts, acc, rng, scale_share=scale_share, gram_share=g_share, scale_factor=scale_factor,
         col_clip=col_clip, kappa=kappa, q_row_max=q_row_max, ridge=ridge, use_bounds=use_bounds, absorb=absorb,
-        m_cell=m_cell, absorb_sole=absorb_sole,
+        m_cell=m_cell, absorb_sole=absorb_sole, scale_weight=scale_weight,
     )
     cells = P.cells
     within = cells is not None
@@ -454,6 +456,8 @@ class FWLScore(Algorithm):
         "gram_share": Param(0.4, "share of rho for the noisy Gram matrix (tuned on the public corpus)"),
         "q_share": Param(0.05, "share of rho for the stage-2 clipping medians (our choice)"),
         "t_share": Param(0.15, "share of the remaining rho for the denominator sum (our choice)"),
+        "scale_weight": Param(1.0, "ours: a column's scale gets this many times the zCDP budget of its location "
+                                   "(its median sees about half as many values; see private_location_scale)"),
         "scale_factor": Param(1.0, "column scale = scale_factor * private median of non-zero pair differences (our choice)"),
         "col_clip": Param(10.0, "standardised columns are clipped to +-col_clip in the Gram (our choice)"),
         "kappa": Param(20.0, "clipping quantiles q = 1 - kappa / (epsilon_em n): about kappa/epsilon_em rows lie above (our choice)"),
@@ -511,7 +515,7 @@ class FWLScore(Algorithm):
     intervals = True
     cluster_intervals = True
     interval_params = {"se_share": 0.1, "shrink": 0.0, "c_v": 2.0, "tail_share": 0.05, "clip_free_max": 4.0,
-                       "u_beyond": 0.05, "ridge_above_1": 2.0}
+                       "u_beyond": 0.05, "ridge_above_1": 2.0, "scale_weight": 2.0}
     public_details = {
         **FWL_SCORE_DETAILS,
         "reliability": "paid statistic: from `Gaussian sum of clip(u)^2` and the `Gaussian Gram of (1, controls, x, y)` "

@@ -411,3 +411,61 @@ def test_grid_exponential_mechanism_is_bounded_range():
             worst_br = max(worst_br, np.max(r) - np.min(r))
     assert worst_dp <= eps + 1e-12
     assert worst_br <= eps + 1e-12
+
+
+def _gram_and_projections(n: int, scale_z: float, seed: int = 3):
+    """An exact Gram of ``(1, z1, z2, x, y)`` with off-centre controls, and OLS projections of x and y on ``(1, z)``."""
+    rng = np.random.default_rng(seed)
+    Z = 1.5 + scale_z * rng.standard_normal((n, 2))
+    x = Z @ [0.5, -0.3] + rng.standard_normal(n)
+    y = 2.0 * x + Z @ [1.0, 0.2] + rng.standard_normal(n)
+    A = np.column_stack([np.ones(n), Z, x, y])
+    C = A[:, :3]
+    proj = np.linalg.lstsq(C, A[:, 3:], rcond=None)[0]
+    return A.T @ A, proj
+
+
+def test_nuisance_partials_out_the_constant_exactly():
+    """The constant's diagonal n is exact: a floor above n never touches its direction.
+
+    With the floor at 1.5 n (above n, below the centred controls' eigenvalues of about 4 n) the
+    projections are OLS's exactly and nothing is floored; flooring the whole block, as before, shrank
+    the constant's direction and with it the centring of u and v.
+    """
+    from dpstats.algorithms.sce._fwl_nuisance import _nuisance
+
+    n = 400
+    G, proj = _gram_and_projections(n, scale_z=2.0)
+    gam, dlt, floored, min_ev = _nuisance(G, [0, 1, 2], 3, 4, floor_ev=1.5 * n)
+    np.testing.assert_allclose(gam, proj[:, 0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(dlt, proj[:, 1], rtol=1e-10, atol=1e-12)
+    assert floored == 0 and min_ev > 1.5 * n
+    H = G[:3, :3]
+    ev, V = np.linalg.eigh(H)
+    whole = V @ ((V.T @ G[:3, [3, 4]]) / np.maximum(ev, 1.5 * n)[:, None])
+    assert np.max(np.abs(whole[:, 0] - proj[:, 0])) > 0.05  # the control: the whole-block floor is off
+
+
+def test_nuisance_without_controls_is_the_mean():
+    """No controls: the projection on the constant is the column mean, however high the floor."""
+    from dpstats.algorithms.sce._fwl_nuisance import _nuisance
+
+    n = 50
+    G, _ = _gram_and_projections(n, scale_z=1.0)
+    Gc = G[np.ix_([0, 3, 4], [0, 3, 4])]
+    gam, dlt, floored, min_ev = _nuisance(Gc, [0], 1, 2, floor_ev=1e6)
+    assert gam[0] == Gc[0, 1] / n and dlt[0] == Gc[0, 2] / n
+    assert floored == 0 and math.isinf(min_ev)
+
+
+def test_location_scale_charges_the_scale_at_its_own_epsilon():
+    """``scale_epsilon`` sets the pair-difference median's epsilon; the location keeps ``epsilon``."""
+    rng = np.random.default_rng(0)
+    w = rng.normal(10.0, 2.0, 500)
+    acc = ZCDPAccountant(5.0, 1e-6)
+    loc, sc = private_location_scale(w, 0.3, np.random.default_rng(1), acc=acc, label="w", scale_epsilon=0.6)
+    spent = {s.mechanism: s for s in acc.ledger}
+    assert spent["grid median (w)"].scale == 0.3
+    assert spent["grid median of non-zero pair differences (w)"].scale == 0.6
+    assert math.isclose(acc.spent, (0.3**2 + 0.6**2) / 8.0, rel_tol=1e-12)
+    assert 9.0 < loc < 11.0 and 1.0 < sc < 4.0
