@@ -589,6 +589,19 @@ def test_noisystats_fwl(corpus, spy, iid, eps, seed):
         assert d.scale == pytest.approx(sens / math.sqrt(2.0 * row[1]), rel=RTOL)
 
 
+@pytest.mark.parametrize("iid,eps,seed", [("mroz87_lwage", 1.0, 0), ("cft15_senate_rd", 1.0, 4)])
+def test_fwl_score_scale_weight_splits_stage_1a(corpus, spy, iid, eps, seed):
+    """docs: with scale_weight w each column's scale costs w times its location; the row bound costs one unit."""
+    data, facts = _instance(corpus, iid)
+    out, rng = _run("fwl_score", data, facts, eps, seed, scale_weight=2.0)
+    ems, _ = _check_ems(out, rng, spy)
+    rho = zcdp_rho(eps, DELTA)
+    _, _, _, m = _stage1(facts)
+    unit = 0.25 * rho / (3 * m + 1)
+    assert _costs(ems[: 2 * m + 1]) == pytest.approx([unit, 2.0 * unit] * m + [unit], rel=RTOL)
+    assert [row[0].split(" (")[0] for row in ems[:2]] == ["grid median", "grid median of non-zero pair differences"]
+
+
 @pytest.mark.parametrize("iid,eps,seed", FWL_CASES)
 def test_theilsen_fwl(corpus, spy, iid, eps, seed):
     data, facts = _instance(corpus, iid)
