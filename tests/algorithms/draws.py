@@ -20,14 +20,15 @@ def truth(iid: str) -> np.ndarray:
 
 
 def interval_releases(task: str, algorithm: str, iid: str, eps: float, seeds: Iterable[int],
-                      **override: Any) -> Iterator[Any]:
+                      rng_key: int | None = None, **override: Any) -> Iterator[Any]:
     """Per seed ``s``: resample the instance (``resample(instance, s)``) and release with the method's
-    ``interval_params`` (``override`` on top) and ``default_rng(s)``, as ``dpstats bench --inference`` does."""
+    ``interval_params`` (``override`` on top) and ``default_rng(s)``, as ``dpstats bench --inference`` does
+    (``default_rng([s, rng_key])`` with ``rng_key``, for draws found by a scan with other release seeds)."""
     inst = Corpus.public().instance(iid)
     cls = get(task, algorithm)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for s in seeds:
             pr = Problem.from_instance(resample(inst, s))
-            yield cls(**{**cls.interval_params, **override}).run(pr.data, pr.facts, eps, 1e-6,
-                                                                    np.random.default_rng(s))
+            rng = np.random.default_rng(s if rng_key is None else [s, rng_key])
+            yield cls(**{**cls.interval_params, **override}).run(pr.data, pr.facts, eps, 1e-6, rng)

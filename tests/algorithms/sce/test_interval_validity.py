@@ -139,29 +139,6 @@ def test_papke05_pooled_failed_outcome_clip_gives_no_finite_interval():
     assert math.isfinite(hi_off - lo_off) and lo_off > 1e3 * truth
 
 
-def _release(iid: str, eps: float, draw: int, rng_seed, **override):
-    """One release on ``resample(instance, draw)`` with ``default_rng(rng_seed)`` (the API's interval params)."""
-    import warnings
-
-    import numpy as np
-
-    from dpstats.algorithms import get
-    from dpstats.bench.inference import nonprivate_interval, resample
-    from dpstats.bench.model import Problem
-    from dpstats.data.corpus import Corpus
-
-    cls = get("sce", "fwl_score")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        d = resample(Corpus.public().instance(iid), draw)
-        pr = Problem.from_instance(d)
-        rel = cls(**{**cls.interval_params, **override}).run(pr.data, pr.facts, eps, 1e-6,
-                                                             np.random.default_rng(rng_seed))
-        _, np_lo, np_hi = nonprivate_interval(d)
-    lo, hi = rel.conf_int(0.95)
-    return rel, float(lo[0]), float(hi[0]), float((np_hi[0] - np_lo[0]) / 3.92)
-
-
 def test_grogger91_control_with_a_failed_scale_is_coarsened_not_extrapolated():
     """Draws 1 and 31 at epsilon 1 (release seeds [1, 99] and [31, 99], from a 40-draw scan).
 
@@ -172,10 +149,8 @@ def test_grogger91_control_with_a_failed_scale_is_coarsened_not_extrapolated():
     [0.29, 1.07] missed the population value -0.15 by 12 non-private SEs (confident misses; measured). The
     controls now enter the residuals as the Gram saw them (clipped): both intervals cover.
     """
-    truth = float(_truth_of("grogger91"))
-    for draw in (1, 31):
-        _, lo, hi, _ = _release("grogger91", 1.0, draw, [draw, 99])
-        assert math.isfinite(hi - lo) and lo <= truth <= hi
+    truth, ivs = _intervals("grogger91", 1.0, [1, 31], rng_key=99)
+    assert all(math.isfinite(hi - lo) and lo <= truth <= hi for lo, hi, _ in ivs)
 
 
 def test_caschools_intercept_is_never_floored():
@@ -188,9 +163,5 @@ def test_caschools_intercept_is_never_floored():
     """
     truth, ivs = _intervals("caschools_str", 1.0, [22, 24, 29, 30])
     assert all(lo <= truth <= hi for lo, hi, _ in ivs)
-    rel, *_ = _release("caschools_str", 1.0, 22, 22)
+    (rel,) = interval_releases("sce", "fwl_score", "caschools_str", 1.0, [22])
     assert rel.details["floored_directions"] == 0
-
-
-def _truth_of(iid: str) -> float:
-    return float(truth(iid)[0])
