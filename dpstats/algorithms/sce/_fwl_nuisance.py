@@ -310,6 +310,7 @@ def partial_out(
     m_cell: int = 100,
     absorb_sole: int = 0,
     scale_weight: float = 1.0,
+    proj_margin: float = math.inf,
 ) -> Partialled:
     """Stage 1: private standardisation, noisy Gram, nuisance projections; spends ``scale_share + gram_share`` of rho.
 
@@ -322,6 +323,13 @@ def partial_out(
     With ``absorb`` (a number of levels, 0 for never; ``absorb_sole`` for the
     design's only categorical term) the categorical term of
     :func:`absorbed_block` is absorbed instead: see :func:`_partial_out_within`.
+
+    A public 0/1 ``x`` or ``y`` has its projection clipped to
+    ``[-proj_margin, 1 + proj_margin]`` before the residual is taken, so the
+    residual's bound is ``1 + proj_margin`` whatever the noisy projection
+    coefficients (without it the bound adds ``|coefficient| * col_clip`` for
+    every control). A nuisance perturbation on the rows whose projection
+    leaves that range: the score stays orthogonal to it.
     """
     n, d = X.shape
     rho = acc.rho
@@ -396,8 +404,13 @@ def partial_out(
     Zs = np.column_stack([np.ones(n), Z_c]) if const else Z_c
     g_c, g_z = (gam[0], gam[1:]) if const else (0.0, gam)
     d_c, d_z = (dlt[0], dlt[1:]) if const else (0.0, dlt)
-    u = S_lin[:, ix_c] - Zs @ gam
-    w = S_lin[:, iy_c] - Zs @ dlt
+    proj_x, proj_y = Zs @ gam, Zs @ dlt
+    if public[ix_c]:
+        proj_x = np.clip(proj_x, -proj_margin, 1.0 + proj_margin)
+    if public[iy_c]:
+        proj_y = np.clip(proj_y, -proj_margin, 1.0 + proj_margin)
+    u = S_lin[:, ix_c] - proj_x
+    w = S_lin[:, iy_c] - proj_y
     # largest |standardised value| each column can take under its public bounds (inf without)
     half = np.full(p, np.inf)
     for c in range(p):
@@ -407,6 +420,11 @@ def partial_out(
     half[:ix_c] = np.minimum(half[:ix_c], col_clip)  # the controls enter clipped
     B_u = float(half[ix_c] + abs(g_c) + np.sum(np.abs(g_z) * half[:ix_c]))
     B_w = float(half[iy_c] + abs(d_c) + np.sum(np.abs(d_z) * half[:ix_c]))
+    # a public 0/1 column minus a projection clipped to [-proj_margin, 1 + proj_margin]
+    if public[ix_c]:
+        B_u = min(B_u, 1.0 + proj_margin)
+    if public[iy_c]:
+        B_w = min(B_w, 1.0 + proj_margin)
     return Partialled(
         u=u, w=w, theta0=float(theta0), unit=float(scale[iy_c] / scale[ix_c]), B_u=B_u, B_w=B_w,
         public_x=bool(public[ix_c]), public_y=bool(public[iy_c]), Dx=float(Dx_f), row_bound=float(B),

@@ -132,6 +132,7 @@ def fwl_score_release(
     cluster_groups: int = 0,
     u_beyond: float = 0.0,
     scale_weight: float = 1.0,
+    proj_margin: float = math.inf,
 ) -> tuple[float, dict]:
     """Run both stages, spending the accountant's whole budget.
 
@@ -160,7 +161,7 @@ def fwl_score_release(
     P = partial_out(
         X, y, facts, acc, rng, scale_share=scale_share, gram_share=g_share, scale_factor=scale_factor,
         col_clip=col_clip, kappa=kappa, q_row_max=q_row_max, ridge=ridge, use_bounds=use_bounds, absorb=absorb,
-        m_cell=m_cell, absorb_sole=absorb_sole, scale_weight=scale_weight,
+        m_cell=m_cell, absorb_sole=absorb_sole, scale_weight=scale_weight, proj_margin=proj_margin,
     )
     cells = P.cells
     within = cells is not None
@@ -504,6 +505,9 @@ class FWLScore(Algorithm):
                                    "mod J), t(J - 1); interval path only"),
         "u_beyond": Param(0.0, "ours: the |u| clip is pushed out, assuming Gaussian tails, to leave this share of "
                                 "rows above it (clip_widening; 0: the located quantile as it is)"),
+        "proj_margin": Param(math.inf, "ours: the projection of a public 0/1 regressor or outcome on the controls is "
+                                       "clipped to [-proj_margin, 1 + proj_margin], so its residual is bounded by "
+                                       "1 + proj_margin whatever the noisy nuisance (inf: no clip; row path only)"),
         "tail_u": Param(4.0, "ours: a row is far beyond the clip of u when |u| > tail_u C_u"),
         "tail_v": Param(2.0, "ours: ... of v when |v| > tail_v C_v"),
         "tail_frac": Param(0.01, "ours: an infinite interval when the noisy count of rows far beyond a clip exceeds "
@@ -515,7 +519,7 @@ class FWLScore(Algorithm):
     intervals = True
     cluster_intervals = True
     interval_params = {"se_share": 0.1, "shrink": 0.0, "c_v": 2.0, "tail_share": 0.05, "clip_free_max": 4.0,
-                       "u_beyond": 0.05, "ridge_above_1": 2.0, "scale_weight": 2.0}
+                       "u_beyond": 0.05, "ridge_above_1": 2.0, "scale_weight": 2.0, "proj_margin": 0.25}
     public_details = {
         **FWL_SCORE_DETAILS,
         "reliability": "paid statistic: from `Gaussian sum of clip(u)^2` and the `Gaussian Gram of (1, controls, x, y)` "

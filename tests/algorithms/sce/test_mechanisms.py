@@ -469,3 +469,45 @@ def test_location_scale_charges_the_scale_at_its_own_epsilon():
     assert spent["grid median of non-zero pair differences (w)"].scale == 0.6
     assert math.isclose(acc.spent, (0.3**2 + 0.6**2) / 8.0, rel_tol=1e-12)
     assert 9.0 < loc < 11.0 and 1.0 < sc < 4.0
+
+
+def _binary_design(n: int, seed: int):
+    """A 0/1 regressor and a 0/1 outcome (public bounds [0, 1]) with a control that has extreme rows."""
+    from dpstats.data.facts import PublicFacts
+
+    rng = np.random.default_rng(seed)
+    z = rng.normal(0.0, 1.0, n)
+    z[:20] = rng.choice([-40.0, 40.0], 20)  # rows whose linear projection leaves [0, 1] far behind
+    x = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-z.clip(-3, 3)))).astype(float)
+    y = (rng.uniform(size=n) < 0.2 + 0.5 * x).astype(float)
+    X = np.column_stack([np.ones(n), x, z])
+    facts = PublicFacts(instance="sim", study="sim", task="sce", n=n, d=3, columns=("Intercept", "x", "z"),
+                        outcome="y", coefficient="x", coef_index=1,
+                        bounds={"Intercept": (1.0, 1.0), "x": (0.0, 1.0), "y": (0.0, 1.0)}, dummies=(),
+                        intercept=True)
+    return X, y, facts
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_public_binary_residual_stays_within_its_bound(seed):
+    """With ``proj_margin`` the residual of a public 0/1 column is bounded by ``1 + proj_margin`` on every row.
+
+    The bound is the stage-2 sensitivity of the unclipped sums (``C_u = B_u``), so it must hold for
+    any projection the noisy nuisance produces, including rows whose projection is far outside
+    [0, 1]; without the margin the bound adds ``|gamma_z| col_clip`` for the control and is wider.
+    """
+    from dpstats.algorithms.sce._fwl_nuisance import partial_out
+
+    X, y, facts = _binary_design(600, seed)
+    kw = dict(scale_share=0.25, gram_share=0.4, scale_factor=1.0, col_clip=10.0, kappa=20.0, q_row_max=0.9,
+              ridge=4.0)
+    P = partial_out(X, y, facts, ZCDPAccountant(1.0, 1e-6), np.random.default_rng(seed), proj_margin=0.25, **kw)
+    assert P.public_x and P.public_y
+    assert P.B_u == 1.25 and P.B_w == 1.25
+    assert np.max(np.abs(P.u)) <= P.B_u and np.max(np.abs(P.w)) <= P.B_w
+    free = partial_out(X, y, facts, ZCDPAccountant(1.0, 1e-6), np.random.default_rng(seed), **kw)
+    assert free.B_u > 1.25 and np.max(np.abs(free.u)) <= free.B_u  # the control: the old bound, wider
+    # the same released stage 1, so the clipped projection moves only rows whose projection left the range
+    moved = np.abs(P.u - free.u) > 0
+    proj = X[:, 1] - free.u
+    assert np.array_equal(moved, (proj < -0.25) | (proj > 1.25))
