@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--instance", nargs="*", help="sce instance ids (default: every public one but fetter13_ols)")
     ap.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                     help="override a hyperparameter of the interval configuration")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=2, help="processes (1: in this process)")
     ap.add_argument("--json", help="also write the per-draw rows to this file")
     a = ap.parse_args(argv)
     params = {}
@@ -93,8 +93,13 @@ def main(argv: list[str] | None = None) -> int:
     from dpstats.data.corpus import Corpus
 
     ids = a.instance or [i.id for i in Corpus.public().instances() if i.task == "sce" and i.id != "fetter13_ols"]
-    with ProcessPoolExecutor(a.workers) as ex:
-        rows = [r for part in ex.map(_draws, [(i, a.algorithm, a.epsilon, a.draws, params) for i in ids]) for r in part]
+    jobs = [(i, a.algorithm, a.epsilon, a.draws, params) for i in ids]
+    if a.workers > 1:
+        with ProcessPoolExecutor(a.workers) as ex:
+            parts = list(ex.map(_draws, jobs))
+    else:
+        parts = [_draws(job) for job in jobs]
+    rows = [r for part in parts for r in part]
     if a.json:
         with open(a.json, "w") as fh:
             json.dump(rows, fh)
