@@ -492,9 +492,11 @@ def _binary_design(n: int, seed: int):
 def test_public_binary_residual_stays_within_its_bound(seed):
     """With ``proj_margin`` the residual of a public 0/1 column is bounded by ``1 + proj_margin`` on every row.
 
-    The bound is the stage-2 sensitivity of the unclipped sums (``C_u = B_u``), so it must hold for
-    any projection the noisy nuisance produces, including rows whose projection is far outside
-    [0, 1]; without the margin the bound adds ``|gamma_z| col_clip`` for the control and is wider.
+    Stage 2 clips at that bound (``C_u = B_u``), which fixes the sensitivity of its sums whatever the
+    data; that the bound holds on every row in the declared range means the clip removes nothing there
+    (no clipping bias), for any projection the noisy nuisance produces, including rows whose
+    projection is far outside [0, 1]. Without the margin the bound adds ``|gamma_z| col_clip`` for the
+    control and is wider.
     """
     from dpstats.algorithms.sce._fwl_nuisance import partial_out
 
