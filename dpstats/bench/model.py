@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    from dpstats.algorithms.base import Algorithm
     from dpstats.algorithms.release import AlgorithmSpec
 
 __all__ = [
@@ -126,7 +127,7 @@ class AlgorithmRef:
     params: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
-    def of(cls, algo_cls: type, ref: str | None = None, params: Mapping[str, Any] | None = None,
+    def of(cls, algo_cls: type[Algorithm], ref: str | None = None, params: Mapping[str, Any] | None = None,
            label: str | None = None) -> AlgorithmRef:
         """The reference of a registered class (``ref`` defaults to its name).
 
@@ -151,7 +152,7 @@ class AlgorithmRef:
         return cls(name=config.name, task=config.task, ref=ref, interpretation=config.interpretation,
                    params=tuple(config.params.items()))
 
-    def load(self) -> type:
+    def load(self) -> type[Algorithm]:
         """Import and return the class (checking that it is the algorithm :attr:`name` says)."""
         from dpstats.algorithms import get
         from dpstats.algorithms.configurations import names_configuration_of

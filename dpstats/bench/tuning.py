@@ -57,7 +57,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 import pandas as pd
@@ -67,6 +67,9 @@ from dpstats.bench import evaluation as ev
 from dpstats.bench import leaderboard as lbd
 from dpstats.bench.model import _PROBLEMS, AlgorithmRef, Problem, TrialResult, cache_problem
 from dpstats.bench.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, Job, Limits, WorkerPool
+
+if TYPE_CHECKING:
+    from dpstats.algorithms.base import Algorithm
 
 __all__ = [
     "TUNED_DIR",
@@ -137,7 +140,7 @@ def _jsonable(x: Any) -> bool:
     return True
 
 
-def grid_for(cls: type) -> dict[str, Any]:
+def grid_for(cls: type[Algorithm]) -> dict[str, Any]:
     """The candidate configurations of an algorithm class.
 
     Returns
@@ -230,7 +233,7 @@ def _problems(corpus: Any, ids: Sequence[str]) -> tuple[list[Problem], list[str]
     return out, skipped
 
 
-def candidate_params(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
+def candidate_params(cls: type[Algorithm], params: Mapping[str, Any]) -> dict[str, Any]:
     """The hyperparameters one candidate configuration overrides: those of ``params`` that differ from the defaults.
 
     Raises
@@ -244,7 +247,7 @@ def candidate_params(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if cls.defaults[k].value != v}
 
 
-def candidate_ref(cls: type, params: Mapping[str, Any], index: int) -> AlgorithmRef:
+def candidate_ref(cls: type[Algorithm], params: Mapping[str, Any], index: int) -> AlgorithmRef:
     """The reference a worker runs one candidate configuration by: ``cls`` with ``params`` as data.
 
     Named ``<algorithm>[tune <index>]`` so that :func:`run_configs` can tell
@@ -263,7 +266,7 @@ def candidate_ref(cls: type, params: Mapping[str, Any], index: int) -> Algorithm
     return AlgorithmRef.of(cls, ref, params=candidate_params(cls, params), label=f"tune {index}")
 
 
-def run_configs(cls: type, configs: Sequence[Mapping[str, Any]], problems: Sequence[Problem], epsilon: float,
+def run_configs(cls: type[Algorithm], configs: Sequence[Mapping[str, Any]], problems: Sequence[Problem], epsilon: float,
                 delta: float, trials: int, limits: Limits | None = None, workers: int = 1,
                 pool: WorkerPool | None = None) -> list[pd.DataFrame]:
     """Run ``trials`` trials of each configuration on each problem through the benchmark's trial execution.
@@ -329,7 +332,7 @@ def run_configs(cls: type, configs: Sequence[Mapping[str, Any]], problems: Seque
     return out
 
 
-def run_config(cls: type, params: Mapping[str, Any], problems: Sequence[Problem], epsilon: float, delta: float,
+def run_config(cls: type[Algorithm], params: Mapping[str, Any], problems: Sequence[Problem], epsilon: float, delta: float,
                trials: int, limits: Limits | None = None, workers: int = 1) -> pd.DataFrame:
     """Trials of one configuration (overrides ``params`` of the defaults); see :func:`run_configs`."""
     return run_configs(cls, [dict(params)], problems, epsilon, delta, trials, limits, workers)[0]
@@ -403,7 +406,7 @@ class TuningResult:
         })
 
 
-def _resolve(algorithm: str | type, task: str | None) -> type:
+def _resolve(algorithm: str | type[Algorithm], task: str | None) -> type[Algorithm]:
     from dpstats.algorithms import get, list_algorithms
 
     if not isinstance(algorithm, str):
@@ -425,14 +428,14 @@ def _resolve(algorithm: str | type, task: str | None) -> type:
     return get(tasks[0], algorithm)
 
 
-def _unknown(name: str) -> type:
+def _unknown(name: str) -> NoReturn:
     from dpstats.algorithms import list_algorithms
 
     known = ", ".join(sorted({c.name for c in list_algorithms()}))
     raise ValueError(f"unknown algorithm {name!r}; known: {known}")
 
 
-def tune(algorithm: str | type, epsilon: float, task: str | None = None, trials: int = 10, seed: int = 0,
+def tune(algorithm: str | type[Algorithm], epsilon: float, task: str | None = None, trials: int = 10, seed: int = 0,
          corpus: Any = None, delta: float = 1e-6, max_studies: int | None = None,
          time_limit: float = DEFAULT_TIME_LIMIT, min_improvement: float = 0.0,
          log: Callable[[str], None] | None = None, memory_mb: float = DEFAULT_MEMORY_MB,

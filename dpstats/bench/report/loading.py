@@ -88,7 +88,7 @@ def _has_interval_columns(p: Path) -> bool:
 def _read_intervals_with_se(path: Path) -> pd.DataFrame:
     """A results file's coverage trials with ``study_se`` from its instance table (see
     :func:`dpstats.bench.inference.attach_study_se`)."""
-    from dpstats.bench.inference import attach_study_se
+    from dpstats.bench.coverage_summary import attach_study_se
     from dpstats.bench.store import read_instances, read_intervals
 
     iv = read_intervals(path)

@@ -115,13 +115,8 @@ def write_report(trials: pd.DataFrame, out: str | os.PathLike[str], *, facts: pd
         ``instances`` (the per-instance table, DataFrame or None), ``files``
         (list of written paths), ``explored`` (corpora with Explore pages).
     """
-    from dpstats.bench.inference import (
-        INTERVAL_COLUMNS,
-        coverage_table,
-        instance_coverage,
-        prepare_intervals,
-        trial_validity,
-    )
+    from dpstats.bench.coverage_summary import coverage_table, instance_coverage, prepare_intervals, trial_validity
+    from dpstats.bench.inference import INTERVAL_COLUMNS
 
     out = Path(out)
     workers = resolve_workers(workers)
@@ -220,7 +215,7 @@ def _worst_cell(r: Any) -> str:
 def _instance_section(pc: pd.DataFrame, corpus: str, task: str, out: Path, explored: set[str]
                       ) -> tuple[list[Path], dict[str, Any] | None]:
     """The per-instance part of a Coverage page: the figure (a panel per ε) and a table per ε, by coverage."""
-    from dpstats.bench.inference import CONFIDENT_MISS_SE, INSTANCE_FLOOR, LEVEL
+    from dpstats.bench.coverage_summary import CONFIDENT_MISS_SE, INSTANCE_FLOOR, LEVEL
 
     if pc.empty:
         return [], None
@@ -277,7 +272,7 @@ def _inference_page_write(task: str, tasks: list[str], ct: pd.DataFrame, pt: pd.
 
     ``ct`` and ``pt`` are the task's rows of the coverage table and of the per-instance table.
     """
-    from dpstats.bench.inference import CONFIDENT_MISS_SE, COVERAGE_TOLERANCE, INSTANCE_FLOOR, LEVEL
+    from dpstats.bench.coverage_summary import CONFIDENT_MISS_SE, COVERAGE_TOLERANCE, INSTANCE_FLOOR, LEVEL
 
     files: list[Path] = []
     sections = []

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from multiprocessing.connection import wait
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpstats.bench.model import MAX_MESSAGE, AlgorithmRef, Problem, TrialResult, cache_problem
 from dpstats.bench.sandbox.jobs import CallJob, CallResult, Job
@@ -28,6 +28,9 @@ from dpstats.bench.sandbox.limits import _MB, Limits, _rss_of
 from dpstats.bench.sandbox.worker import _Worker
 from dpstats.bench.scoring import score
 from dpstats.bench.trial import execute_release
+
+if TYPE_CHECKING:
+    from dpstats.algorithms.base import Algorithm
 
 
 def _failure(info: Mapping[str, Any], algorithm: AlgorithmRef, trial: tuple[float, float, int], status: str,
@@ -58,8 +61,8 @@ class FatalJobError(RuntimeError):
 class _JobQueue:
     """Pending jobs in order, with a count per instance for the choice of the next job."""
 
-    def __init__(self, jobs: Iterable[Job]) -> None:
-        self.q: deque[Job] = deque(j for j in jobs if len(j))
+    def __init__(self, jobs: Iterable[Job | CallJob]) -> None:
+        self.q: deque[Job | CallJob] = deque(j for j in jobs if len(j))
         self.count: Counter[tuple[str, str]] = Counter((j.corpus, j.instance) for j in self.q)
 
     def __len__(self) -> int:
@@ -69,7 +72,7 @@ class _JobQueue:
         self.q.appendleft(job)
         self.count[(job.corpus, job.instance)] += 1
 
-    def take(self, prefer: set[tuple[str, str]], avoid: set[tuple[str, str]]) -> Job:
+    def take(self, prefer: set[tuple[str, str]], avoid: set[tuple[str, str]]) -> Job | CallJob:
         """The first job of an instance in ``prefer``, else of one not in ``avoid``, else the first."""
         wanted = {k for k in prefer if self.count[k] > 0}
         if wanted:
@@ -224,7 +227,7 @@ class WorkerPool:
             self._jobs += 1
             w.submit(job, limits, self._jobs)
 
-    def _handle(self, w: _Worker, msg: tuple, on_result: Callable[[TrialResult], None],
+    def _handle(self, w: _Worker, msg: tuple[Any, ...], on_result: Callable[[Any], None],
                 on_ready: Callable[[dict[str, Any]], None] | None) -> None:
         job = w.job
         assert job is not None
@@ -247,7 +250,7 @@ class WorkerPool:
         else:
             raise RuntimeError(f"unexpected message from a worker: {msg!r}")
 
-    def _drain(self, w: _Worker, on_result: Callable[[TrialResult], None],
+    def _drain(self, w: _Worker, on_result: Callable[[Any], None],
                on_ready: Callable[[dict[str, Any]], None] | None) -> bool:
         """Handle the messages waiting; False when the channel has closed."""
         try:
@@ -257,7 +260,7 @@ class WorkerPool:
             return False
         return True
 
-    def _service(self, w: _Worker, limits: Limits, pending: _JobQueue, on_result: Callable[[TrialResult], None],
+    def _service(self, w: _Worker, limits: Limits, pending: _JobQueue, on_result: Callable[[Any], None],
                  on_ready: Callable[[dict[str, Any]], None] | None,
                  failures: dict[tuple[str, str, str], int]) -> None:
         open_ = self._drain(w, on_result, on_ready)
@@ -286,7 +289,7 @@ class WorkerPool:
         self._settle(w, status, message, None, pending, on_result, failures)
 
     def _settle(self, w: _Worker, status: str, message: str, expected: tuple[int, float, int] | None,
-                pending: _JobQueue, on_result: Callable[[TrialResult], None],
+                pending: _JobQueue, on_result: Callable[[Any], None],
                 failures: dict[tuple[str, str, str], int]) -> None:
         """Record the running trial of a dead worker as failed and requeue the job's other unreported trials.
 
@@ -328,7 +331,7 @@ class WorkerPool:
             pending.appendleft(replace(job, trials=rest))
 
     def _check_limits(self, w: _Worker, now: float, limits: Limits, pending: _JobQueue,
-                      on_result: Callable[[TrialResult], None],
+                      on_result: Callable[[Any], None],
                       on_ready: Callable[[dict[str, Any]], None] | None) -> None:
         trial = w.running_trial()
         if trial is None:
@@ -386,7 +389,7 @@ def run_job_isolated(job: Job, limits: Limits) -> tuple[dict[str, Any] | None, l
     return (infos[0] if infos else None), results
 
 
-def run_trial(algorithm: str | type, problem: Problem, epsilon: float, delta: float, seed: int,
+def run_trial(algorithm: str | type[Algorithm], problem: Problem, epsilon: float, delta: float, seed: int,
               limits: Limits | None = None, isolate: bool = True, secure: bool = False) -> TrialResult:
     """Run and score one trial.
 
