@@ -129,7 +129,7 @@ def _weights(df: pd.DataFrame) -> np.ndarray:
     inst = df[["instance", "study"]].drop_duplicates()
     m_s = df["study"].map(inst.groupby("study").size()).to_numpy(dtype=float)
     k = float(inst["study"].nunique())
-    return 1.0 / (k * m_s * t_i)
+    return np.asarray(1.0 / (k * m_s * t_i), dtype=float)
 
 
 def _wmedian(values: np.ndarray, w: np.ndarray) -> float:
@@ -581,7 +581,7 @@ def forest_summary(intervals: pd.DataFrame, instance: str) -> pd.DataFrame:
         median_high`` (the medians of the interval ends over the trials).
     """
     df = intervals[(intervals["instance"] == instance) & (intervals["task"] == "sce")]
-    rows = []
+    rows: list[dict[str, Any]] = []
     if df.empty:
         return pd.DataFrame(rows)
     truth = float(_first(df["truth"].iloc[0]))
@@ -626,7 +626,7 @@ def _study_interval(df: pd.DataFrame) -> tuple[float, float]:
 def _agree_sign(lo: np.ndarray, hi: np.ndarray, sign: float) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         mid = np.where(np.isfinite(lo) & np.isfinite(hi), (lo + hi) / 2.0, np.nan)
-        return np.sign(mid) == sign
+        return np.asarray(np.sign(mid) == sign)
 
 
 def _agree_excl(lo: np.ndarray, hi: np.ndarray, sign: float, excl: bool) -> np.ndarray:

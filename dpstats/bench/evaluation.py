@@ -44,7 +44,7 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -112,13 +112,13 @@ def slice_mask(n: Any, d: Any, name: str) -> np.ndarray:
     if name == "all":
         return np.ones(n.shape, dtype=bool)
     if name == "d<=10":
-        return d <= 10
+        return np.asarray(d <= 10)
     if name == "d>10":
-        return d > 10
+        return np.asarray(d > 10)
     if name == "n/d<=100":
-        return n <= 100 * d
+        return np.asarray(n <= 100 * d)
     if name == "n/d>100":
-        return n > 100 * d
+        return np.asarray(n > 100 * d)
     raise ValueError(f"unknown slice {name!r}; known: {list(SLICES)}")
 
 
@@ -327,7 +327,8 @@ def _instance_set(df: pd.DataFrame) -> pd.DataFrame:
     return df[["instance", "study", "n", "d"]].drop_duplicates("instance").reset_index(drop=True)
 
 
-def _groups(df: pd.DataFrame, task: str | None, epsilon: float | None, slice_: str | None):
+def _groups(df: pd.DataFrame, task: str | None, epsilon: float | None,
+            slice_: str | None) -> Iterator[tuple[tuple[Any, ...], pd.DataFrame]]:
     """Yield ((corpus..., task, epsilon, slice), slice frame) for the requested groups."""
     ck = _corpus_keys(df)
     if task is not None:

@@ -66,7 +66,7 @@ def run_dask(jobs: list[Job], address: str, limits: Limits, on_result: Callable[
                 on_result(r)
             on_batch()
             fut.release()
-        return nworkers
+        return int(nworkers)
     finally:
         if futures:
             client.cancel(futures)

@@ -80,7 +80,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -314,7 +314,7 @@ def _nested_design(instance: Any, idx: np.ndarray, copies: np.ndarray) -> _Neste
 
     def flush() -> None:
         if keep:
-            blocks.append(X0[np.ix_(idx, keep)] if len(keep) > 1 else X0[idx, keep[0]][:, None])
+            blocks.append(X0[np.ix_(idx, np.asarray(keep))] if len(keep) > 1 else X0[idx, keep[0]][:, None])
             out_names.extend(names[j] for j in keep)
             keep.clear()
 
@@ -418,6 +418,7 @@ def resample(instance: Any, seed: int) -> Any:
             continue
         w = None if instance.weights is None else np.asarray(instance.weights)[idx]
         if nested:
+            assert clusters is not None  # a nested design draws whole clusters
             nd = _nested_design(instance, idx, clusters)
             X = nd.X
         else:
@@ -429,6 +430,7 @@ def resample(instance: Any, seed: int) -> Any:
                             f"draws (seed {seed})")
     y = None if instance.y is None else np.asarray(instance.y)[idx]
     if nested:
+        assert clusters is not None
         return _nested_instance(instance, nd, idx, clusters, y=y, weights=w, clusters=clusters)
     if clusters is None and instance.clusters is not None:
         clusters = np.asarray(instance.clusters)[idx]
@@ -507,7 +509,7 @@ class InferenceProblem:
     study_high: np.ndarray
 
     def info(self) -> dict[str, Any]:
-        return self.problem.info()
+        return cast(dict[str, Any], self.problem.info())
 
 
 _INFERENCE: dict[tuple[str, str], InferenceProblem] = {}

@@ -134,7 +134,7 @@ def rank_key(tau50: float, reach: float, reach_tau: float) -> tuple[int, float, 
     return (1, -float(reach), float(reach_tau) if math.isfinite(reach_tau) else math.inf)
 
 
-def competition_ranks(keys: Sequence[tuple]) -> list[int]:
+def competition_ranks(keys: Sequence[tuple[Any, ...]]) -> list[int]:
     """Competition ranks (1, 2, 2, 4) of sort keys: one plus the number of strictly smaller keys."""
     srt = sorted(keys)
     import bisect

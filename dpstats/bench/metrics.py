@@ -103,6 +103,8 @@ def error(estimate: np.ndarray | float, baseline: Baseline) -> float:
         q = float(diff @ baseline.gram @ diff)
         return math.sqrt(max(q, 0.0))
     if baseline.task == "mean":
+        if baseline.cov is None:
+            raise ValueError("a mean baseline without its covariance")
         return mahalanobis_error(diff, baseline.cov, scale=float(np.linalg.norm(baseline.estimate)))
     raise ValueError(f"unknown task {baseline.task!r}")
 

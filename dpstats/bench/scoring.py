@@ -41,6 +41,8 @@ def score(problem: Problem, algorithm: AlgorithmRef, epsilon: float, delta: floa
     err_v = ratio = math.inf
     if status == "ok":
         try:
+            if estimate is None:
+                raise ValueError("a release without an estimate")
             err_v = float(metric_error(estimate, problem.baseline))
             ratio = _ratio_of(err_v, float(problem.baseline.baseline))
         except Exception as exc:  # noqa: BLE001 - a release the metric rejects is a failed trial

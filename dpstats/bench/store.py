@@ -241,7 +241,7 @@ class Store:
                 raise StoreMismatch(f"{self.path} has results schema {row[0]}; this dpstats writes {SCHEMA_VERSION}")
             if "fallback" not in _columns(self.con, "trials"):  # a file written before the column existed
                 self.con.execute("ALTER TABLE trials ADD COLUMN fallback TEXT")
-        self._instances: dict[str, tuple] = {}
+        self._instances: dict[str, tuple[Any, ...]] = {}
 
     def close(self) -> None:
         """Close the file (checkpointing the write-ahead log)."""
@@ -317,6 +317,7 @@ class Store:
                  socket.gethostname(), corpus_name, corpus_path, int(bool(public)), _json(dict(config)), planned,
                  skipped),
             )
+        assert cur.lastrowid is not None  # an INSERT sets it
         return int(cur.lastrowid)
 
     def finish_run(self, run_id: int, status: str, completed: int, wall_seconds: float) -> None:

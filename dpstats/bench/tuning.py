@@ -57,7 +57,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import numpy as np
 import pandas as pd
@@ -393,7 +393,7 @@ class TuningResult:
                 return clean(float(x))
             return x
 
-        return clean({
+        return cast(dict[str, Any], clean({
             "format": FORMAT, "name": self.name, "algorithm": self.algorithm, "task": self.task,
             "epsilon": self.epsilon, "delta": self.delta, "accepted": self.accepted, "params": self.params,
             "default_params": self.default_params, "grid": self.grid, "split": self.split, "trials": self.trials,
@@ -403,7 +403,7 @@ class TuningResult:
             "skipped_instances": self.skipped_instances, "min_improvement": self.min_improvement,
             "dpstats_version": __version__,
             "created": datetime.now(UTC).strftime("%Y-%m-%d"),
-        })
+        }))
 
 
 def _resolve(algorithm: str | type[Algorithm], task: str | None) -> type[Algorithm]:
@@ -490,7 +490,7 @@ def tune(algorithm: str | type[Algorithm], epsilon: float, task: str | None = No
     train, skipped = _problems(corpus, split["train_instances"])
     held, skipped2 = _problems(corpus, split["heldout_instances"])
     name = tuned_name(cls.name, epsilon)
-    base = dict(algorithm=cls.name, task=cls.task, epsilon=float(epsilon), delta=float(delta), name=name,
+    base: dict[str, Any] = dict(algorithm=cls.name, task=cls.task, epsilon=float(epsilon), delta=float(delta), name=name,
                 default_params=defaults, grid=grid, split=split, trials=int(trials),
                 skipped_instances=skipped + skipped2,
                 limits={"time": limits.time, "memory_mb": limits.memory_mb})

@@ -199,7 +199,8 @@ def _forest(iv: pd.DataFrame, iid: str, out: Path) -> tuple[list[Path], dict[str
     slo, shi = _first(g["study_low"].iloc[0]), _first(g["study_high"].iloc[0])
     if not (math.isfinite(est) and math.isfinite(slo) and math.isfinite(shi)):
         return [], None, []
-    rows, table = [], []
+    rows: list[dict[str, Any]] = []
+    table: list[dict[str, str]] = []
     for r in summ.itertuples(index=False):
         h = g[(g["algorithm"] == r.algorithm) & (g["epsilon"] == r.epsilon)]
         failed = h["status"].isin(["error", "timeout", "memory"]).to_numpy()

@@ -166,14 +166,15 @@ def instance_facts(trials: pd.DataFrame, corpus: Any = None, results: Sequence[s
                     out.at[r.instance, "coefficient"] = facts["coefficient"]
     from dpstats.data.corpus import Corpus, public_corpus_path
 
+    corp: Corpus | None
     try:
-        c = corpus if corpus is not None else Corpus(public_corpus_path())
+        corp = corpus if corpus is not None else Corpus(public_corpus_path())
     except Exception:  # noqa: BLE001 - no corpus available: the facts of the trials suffice
-        c = None
-    if c is not None:
-        for s in c.specs():
+        corp = None
+    if corp is not None:
+        for s in corp.specs():
             if s.id in out.index and out.at[s.id, "study"] == s.study:
-                study = c.studies[s.study]
+                study = corp.studies[s.study]
                 out.at[s.id, "formula"] = s.formula
                 if s.task == "sce":
                     out.at[s.id, "coefficient"] = s.coefficient

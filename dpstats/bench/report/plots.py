@@ -21,7 +21,7 @@ LINESTYLES = ("-", "--", "-.", ":")
 TAU_MAX = 1e3
 
 
-def _figure(width: float = 7.0, height: float = 4.2):
+def _figure(width: float = 7.0, height: float = 4.2) -> Any:
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -163,8 +163,8 @@ def plot_trials(rows: Sequence[tuple[str, Sequence[float], Sequence[float]]], st
     eps_all = sorted({float(e) for _, es, _ in rows for e in es})
     colors = {e: COLORS[k % len(COLORS)] for k, e in enumerate(eps_all)}
     seen: set[float] = set()
-    for y, (_label, eps, ratios) in enumerate(rows):
-        eps = np.asarray(eps, dtype=float)
+    for y, (_label, eps_seq, ratios) in enumerate(rows):
+        eps = np.asarray(eps_seq, dtype=float)
         r = np.asarray(ratios, dtype=float)
         for e in sorted(set(eps.tolist())):
             m = eps == e
@@ -375,7 +375,7 @@ def plot_instance_coverage(panels: Sequence[Mapping[str, Any]], stem: Path, titl
     fig = _figure(panel_w * ncols, panel_h * nrows + 0.5)
     axes = [fig.add_subplot(nrows, ncols, k + 1) for k in range(max(1, len(panels)))]
     for ax, pn in zip(axes, panels, strict=False):
-        low: list[tuple[float, float, float, str]] = []
+        low: list[tuple[float, float, str]] = []
         for pt in pn["points"]:
             m = str(pt["label"])
             x = np.asarray(pt["x"], dtype=float)

@@ -68,7 +68,7 @@ class _JobQueue:
     def __len__(self) -> int:
         return len(self.q)
 
-    def appendleft(self, job: Job) -> None:
+    def appendleft(self, job: Job | CallJob) -> None:
         self.q.appendleft(job)
         self.count[(job.corpus, job.instance)] += 1
 

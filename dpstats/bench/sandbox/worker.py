@@ -243,7 +243,7 @@ class _Worker:
     def __init__(self, method: str, inherited: Sequence[int] = ()) -> None:
         self.method = method
         self.state = "idle"
-        self.job: Job | None = None
+        self.job: Job | CallJob | None = None
         self.job_no = 0
         self.confirmed = 0
         self.seen: tuple[int, int, float] | None = None
@@ -251,7 +251,7 @@ class _Worker:
         self.last_check = 0.0
         self.info: dict[str, Any] | None = None
         self.loaded: set[tuple[str, str]] = set()
-        self.popen: subprocess.Popen | None = None
+        self.popen: subprocess.Popen[Any] | None = None
         # files without a name (nothing to clean up, however the processes end)
         self.stderr_file: Any = None
         self.crash_file = tempfile.TemporaryFile(prefix="dpstats-crash-")  # noqa: SIM115 (closed by close())
@@ -337,7 +337,7 @@ class _Worker:
         return self._read(self.stderr_file).strip()[-1000:]
 
     # -- control
-    def submit(self, job: Job, limits: Limits, job_no: int) -> None:
+    def submit(self, job: Job | CallJob, limits: Limits, job_no: int) -> None:
         self.job, self.job_no, self.confirmed, self.info, self.seen = job, job_no, 0, None, None
         self.state = "loading"
         self.conn.send(("job", job, limits.memory_bytes, job_no))
