@@ -45,7 +45,7 @@ def test_two_workers_write_the_same_files_as_one(results: Path, tmp_path: Path, 
     assert sorted(one) == sorted(two)
     assert [n for n in one if one[n] != two[n]] == []
     out = capsys.readouterr().out.splitlines()
-    assert out[0].replace("w1", "w2") == out[1]  # the same summary, files counted alike
+    assert out[0].replace(str(outs[1]), str(outs[2])) == out[1]  # the same summary, files counted alike
 
 
 def test_report_workers_must_be_positive(results: Path, tmp_path: Path, capsys) -> None:
