@@ -54,3 +54,7 @@ def test_the_binary_outcome_needs_no_clip_and_the_sum_is_calibrated_to_its_bound
     assert costs["grid quantile |u|"].cost == pytest.approx(0.05 * rho, rel=1e-9)
     s = costs["Gaussian sum of clip(u) clip(v)"]
     assert np.isfinite(s.sensitivity) and s.scale == pytest.approx(s.sensitivity / np.sqrt(2.0 * s.cost), rel=1e-9)
+    det = res.release.details
+    # the outcome is clipped at its residual bound (1.25 plus the pilot's share of x's), within clip_free_max
+    assert det["C_v"] == det["B_v"] <= 4.0
+    assert s.sensitivity == pytest.approx(2.0 * det["C_u"] * det["C_v"], rel=1e-12)
