@@ -133,6 +133,7 @@ def fwl_score_release(
     u_beyond: float = 0.0,
     scale_weight: float = 1.0,
     proj_margin: float = math.inf,
+    plaus_grid: bool = False,
 ) -> tuple[float, dict]:
     """Run both stages, spending the accountant's whole budget.
 
@@ -180,6 +181,9 @@ def fwl_score_release(
     need = [not (P.public_x and np.isfinite(B_u) and B_u <= clip_free_max),
             not (P.public_y and np.isfinite(B_v) and B_v <= clip_free_max)]
     C_u, C_v = B_u, B_v
+    # a clip outside [plaus_lo, plaus_hi] fails the standardisation checks (or, for |v| below it, clips
+    # nothing that matters), so with plaus_grid the quantiles are located on that public range only
+    clip_grid = positive_grid(plaus_lo, plaus_hi) if plaus_grid else positive_grid()
     if any(need):
         e_q = em_epsilon(q_share * rho / sum(need), bound=EM_BOUND)
         if within:
@@ -187,7 +191,7 @@ def fwl_score_release(
             for k, (vec, mult, cap, lab) in enumerate([(u, c_u, B_u, "u"), (v, c_v, B_v, "v")]):
                 if need[k]:
                     qk = private_pair_quantile(cells, lambda i, m, vec=vec: np.abs(vec[i] - vec[m]), q_uv,
-                                               positive_grid(), e_q, rng, acc=acc,
+                                               clip_grid, e_q, rng, acc=acc,
                                                mechanism=f"grid quantile |{lab}_i - {lab}_j| within",
                                                bound=EM_BOUND, nonzero=False, note=f"q={q_uv:.4g}")
                     if k == 0:
@@ -197,11 +201,11 @@ def fwl_score_release(
         else:
             q_uv = adaptive_quantile(n, e_q, kappa)
             if need[0]:
-                _, qu = private_grid_quantile(np.abs(u), q_uv, positive_grid(), e_q, rng, acc=acc,
+                _, qu = private_grid_quantile(np.abs(u), q_uv, clip_grid, e_q, rng, acc=acc,
                                               mechanism="grid quantile |u|", note=f"q={q_uv:.4g}")
                 C_u = min(c_u * clip_widening(q_uv, u_beyond) * qu, B_u)
             if need[1]:
-                _, qv = private_grid_quantile(np.abs(v), q_uv, positive_grid(), e_q, rng, acc=acc,
+                _, qv = private_grid_quantile(np.abs(v), q_uv, clip_grid, e_q, rng, acc=acc,
                                               mechanism="grid quantile |v|", note=f"q={q_uv:.4g}")
                 C_v = min(c_v * qv, B_v)
     rho_N = tail_share * acc.remaining if se_share > 0 and not within else 0.0
@@ -508,6 +512,10 @@ class FWLScore(Algorithm):
         "proj_margin": Param(math.inf, "ours: the projection of a public 0/1 regressor or outcome on the controls is "
                                        "clipped to [-proj_margin, 1 + proj_margin], so its residual is bounded by "
                                        "1 + proj_margin whatever the noisy nuisance (inf: no clip; row path only)"),
+        "plaus_grid": Param(False, "ours: locate the |u| and |v| clip quantiles on a grid over [plaus_lo, plaus_hi] "
+                                   "instead of [1e-10, 1e10]: a clip outside it fails the plausibility checks "
+                                   "anyway, and the cells beyond it take most of the exponential mechanism's "
+                                   "mass at small epsilon n"),
         "tail_u": Param(4.0, "ours: a row is far beyond the clip of u when |u| > tail_u C_u"),
         "tail_v": Param(2.0, "ours: ... of v when |v| > tail_v C_v"),
         "tail_frac": Param(0.01, "ours: an infinite interval when the noisy count of rows far beyond a clip exceeds "
@@ -519,7 +527,8 @@ class FWLScore(Algorithm):
     intervals = True
     cluster_intervals = True
     interval_params = {"se_share": 0.1, "shrink": 0.0, "c_v": 2.0, "tail_share": 0.05, "clip_free_max": 4.0,
-                       "u_beyond": 0.05, "ridge_above_1": 2.0, "scale_weight": 2.0, "proj_margin": 0.25}
+                       "u_beyond": 0.05, "ridge_above_1": 2.0, "scale_weight": 2.0, "proj_margin": 0.25,
+                       "plaus_grid": True}
     public_details = {
         **FWL_SCORE_DETAILS,
         "reliability": "paid statistic: from `Gaussian sum of clip(u)^2` and the `Gaussian Gram of (1, controls, x, y)` "

@@ -179,3 +179,18 @@ def test_hmda_sw_full_binary_regressor_gets_a_finite_interval_that_covers():
     assert all(lo <= truth <= hi for lo, hi, _ in ivs)
     _, wide = _intervals("hmda_sw_full", 1.0, range(6), proj_margin=math.inf)
     assert sum(math.isfinite(hi - lo) for lo, hi, _ in wide) <= 2  # the control: the bound from the controls
+
+
+def test_clip_quantiles_on_the_plausible_range_rescue_failed_scales():
+    """At epsilon 1 the ``|u|`` clip of star_g1 draw 3 and nsw_cps_raw draw 1 landed outside [1e-3, 1e3].
+
+    On the full grid [1e-10, 1e10] the cells outside the plausible range, where a clip fails the
+    standardisation anyway, held most of the exponential mechanism's mass at the small budget of the
+    clip quantiles; the release was 0 with an infinite interval ("failed standardisation (scales)").
+    On the plausible range (``plaus_grid``) both intervals are finite and cover.
+    """
+    for iid, seed in (("star_g1", 3), ("nsw_cps_raw", 1)):
+        truth, ((lo, hi, check),) = _intervals(iid, 1.0, [seed])
+        assert check == "ok" and lo <= truth <= hi, (iid, lo, hi, check)
+        _, ((lo, hi, check),) = _intervals(iid, 1.0, [seed], plaus_grid=False)
+        assert check == "failed standardisation (scales)" and math.isinf(hi - lo), (iid, check)
