@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -20,15 +21,18 @@ def truth(iid: str) -> np.ndarray:
 
 
 def interval_releases(task: str, algorithm: str, iid: str, eps: float, seeds: Iterable[int],
-                      rng_key: int | None = None, **override: Any) -> Iterator[Any]:
+                      rng_key: int | None = None, independent: bool = False, **override: Any) -> Iterator[Any]:
     """Per seed ``s``: resample the instance (``resample(instance, s)``) and release with the method's
     ``interval_params`` (``override`` on top) and ``default_rng(s)``, as ``dpstats bench --inference`` does
-    (``default_rng([s, rng_key])`` with ``rng_key``, for draws found by a scan with other release seeds)."""
+    (``default_rng([s, rng_key])`` with ``rng_key``, for draws found by a scan with other release seeds).
+    ``independent``: the facts name no sampling clusters, so the method treats the rows as independent (for
+    tests of what a design does apart from its clustering)."""
     inst = Corpus.public().instance(iid)
     cls = get(task, algorithm)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for s in seeds:
             pr = Problem.from_instance(resample(inst, s))
+            facts = replace(pr.facts, cluster=None) if independent else pr.facts
             rng = np.random.default_rng(s if rng_key is None else [s, rng_key])
-            yield cls(**{**cls.interval_params, **override}).run(pr.data, pr.facts, eps, 1e-6, rng)
+            yield cls(**{**cls.interval_params, **override}).run(pr.data, facts, eps, 1e-6, rng)

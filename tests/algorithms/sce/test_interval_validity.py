@@ -57,16 +57,17 @@ def test_grogger91_failed_sparse_scale_gives_no_finite_interval():
     infinite. With the check off (through ``plaus_hi``) the interval was the finite [0.16, 0.70], which
     misses the population value -0.15; since the controls enter the residuals clipped, as the Gram saw
     them, the count of rows far beyond the clips makes it infinite too. The point release is the same
-    either way.
+    either way. (``plaus_grid`` locates the clips on ``[plaus_lo, plaus_hi]``, so the checks are switched
+    off with the full grid of the clips, as they were measured.)
     """
     truth, ivs = _intervals("grogger91", 1.0, [6])
     lo, hi, check = ivs[0]
     assert check == "failed standardisation (range)" and math.isinf(hi - lo)
-    _, off = _intervals("grogger91", 1.0, [6], plaus_hi=1e12)
+    _, off = _intervals("grogger91", 1.0, [6], plaus_hi=1e12, plaus_grid=False)
     lo_off, hi_off, check_off = off[0]
     assert check_off == "far beyond the clips" and math.isinf(hi_off - lo_off)
-    (a,) = interval_releases("sce", "fwl_score", "grogger91", 1.0, [6])
-    (b,) = interval_releases("sce", "fwl_score", "grogger91", 1.0, [6], plaus_hi=1e12)
+    (a,) = interval_releases("sce", "fwl_score", "grogger91", 1.0, [6], plaus_grid=False)
+    (b,) = interval_releases("sce", "fwl_score", "grogger91", 1.0, [6], plaus_hi=1e12, plaus_grid=False)
     assert float(a.estimate[0]) == float(b.estimate[0])
 
 
@@ -96,14 +97,16 @@ def test_papke05_pooled_year_effects_are_absorbed():
     without year effects (about 30 at epsilon 1 against the population 8.4) inside a finite interval
     that misses it: 1 of 40 draws covered at epsilon 1, 0 of 40 at epsilon 3 and 10 (measured). The
     sole categorical term is now absorbed by within-year pair differences: 37 of 40 draws cover at
-    epsilon 3 (measured), 5 of these 6.
+    epsilon 3 (measured), 5 of these 6. The study clusters by district; the draws here treat the rows as
+    independent (``independent``), as they were measured, since the district jackknife's wider interval
+    (``test_calibration_cluster_labels.py``) covers with the year trend in the estimate too.
     """
-    truth, ivs = _intervals("papke05_pooled", 3.0, range(6))
+    truth, ivs = _intervals("papke05_pooled", 3.0, range(6), independent=True)
     assert all(math.isfinite(hi - lo) for lo, hi, _ in ivs)
     assert sum(lo <= truth <= hi for lo, hi, _ in ivs) >= 5
     # the control: the year term in the Gram keeps the year trend in the estimate (interval centres 14-25
     # for 8.4, measured; 3 of 6 cover since the constant is partialled out exactly, none before)
-    _, pooled = _intervals("papke05_pooled", 3.0, range(6), absorb_sole=0)
+    _, pooled = _intervals("papke05_pooled", 3.0, range(6), independent=True, absorb_sole=0)
     assert all(math.isfinite(hi - lo) and (lo + hi) / 2 > truth + 4.0 for lo, hi, _ in pooled)
     assert sum(lo <= truth <= hi for lo, hi, _ in pooled) <= 3
 
@@ -129,14 +132,18 @@ def test_papke05_pooled_failed_outcome_clip_gives_no_finite_interval():
     The noise and the estimate were then of that size too, and the interval excluded 0 by a 2.2 sd
     noise draw: 4.1e5 with [4.3e4, 7.8e5] for a population 8.4 (measured). A ``v`` clip above
     ``plaus_hi`` scales now counts as a failed standardisation: 0 released, infinite interval. The
-    control (the bar out of reach) is that confident miss.
+    control (the bar out of reach) is that confident miss. Measured on the full grid of the clips, with
+    independent rows, as then; with ``plaus_grid`` (the interval configuration) the clip cannot land
+    above ``plaus_hi`` at all, and the draw's interval covers.
     """
-    truth, ivs = _intervals("papke05_pooled", 10.0, [2])
+    truth, ivs = _intervals("papke05_pooled", 10.0, [2], independent=True, plaus_grid=False)
     lo, hi, check = ivs[0]
     assert check == "failed standardisation (scales)" and math.isinf(hi - lo)
-    _, off = _intervals("papke05_pooled", 10.0, [2], plaus_hi=1e12)
+    _, off = _intervals("papke05_pooled", 10.0, [2], independent=True, plaus_grid=False, plaus_hi=1e12)
     lo_off, hi_off, _ = off[0]
     assert math.isfinite(hi_off - lo_off) and lo_off > 1e3 * truth
+    _, now = _intervals("papke05_pooled", 10.0, [2])
+    assert now[0][0] <= truth <= now[0][1]
 
 
 def test_grogger91_control_with_a_failed_scale_is_coarsened_not_extrapolated():
@@ -147,9 +154,10 @@ def test_grogger91_control_with_a_failed_scale_is_coarsened_not_extrapolated():
     them unclipped, and the projection on the clipped column, extrapolated that far, made ``u`` and ``v`` of
     those 5 % of rows huge: each added a full ``C_u C_v`` to the score. The intervals [0.41, 1.29] and
     [0.29, 1.07] missed the population value -0.15 by 12 non-private SEs (confident misses; measured). The
-    controls now enter the residuals as the Gram saw them (clipped): both intervals cover.
+    controls now enter the residuals as the Gram saw them (clipped): both intervals cover. (On the full
+    grid of the clips, as measured: ``plaus_grid`` maps the clip draws to other cells.)
     """
-    truth, ivs = _intervals("grogger91", 1.0, [1, 31], rng_key=99)
+    truth, ivs = _intervals("grogger91", 1.0, [1, 31], rng_key=99, plaus_grid=False)
     assert all(math.isfinite(hi - lo) and lo <= truth <= hi for lo, hi, _ in ivs)
 
 
