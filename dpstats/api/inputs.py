@@ -310,8 +310,7 @@ def _check_params(task: str, name: str, cls: type, params: Mapping[str, Any]) ->
             f"cluster: {name} has no cluster-robust private interval. Instead, {what}. With clustered data "
             "(rows that are not independent) the interval may be too narrow, and the privacy guarantee protects "
             "one row, not a whole cluster. For one coefficient, private_coef's default method (fwl_score) gives "
-            "one when the clusters are a fixed effect of the formula (cluster='state' with C(state)); otherwise "
-            "remove cluster= to run it.")
+            "one; otherwise remove cluster= to run it.")
     defaults = cls.defaults
     unknown = sorted(k for k in params if k not in defaults)
     if unknown:

@@ -148,7 +148,8 @@ class PrivateResult:
         The method's check on its interval (``fwl_score``: ``"ok"``, or what
         made it infinite: ``"denominator is noise"``, ``"regression
         dilution"``, ``"unresolved controls"``, ``"far beyond the clips"``,
-        ``"failed standardisation (scales)"`` or ``"(Gram)"``); a paid
+        ``"too few clusters"``, ``"failed standardisation (scales)"`` or
+        ``"(Gram)"``); a paid
         statistic, read by :attr:`uninformative_reason`.
 
     The properties :attr:`uninformative` (True when the release says

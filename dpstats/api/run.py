@@ -185,12 +185,12 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
         raise RuntimeError(f"method {name!r} returned an invalid outcome: {exc} (a bug in the method)") from None
     released = isinstance(out, Release)
     if cluster is not None and released and not str(out.details.get("sampling_error", "")).startswith("cluster-robust"):
-        # a public fact (the design's names and the method's settings): the interval would ignore the clusters
+        # the release says what its interval accounts for (public: the design's names, the method's settings):
+        # an interval that ignores the clusters is not returned as one that accounts for them
         raise ValueError(
-            f"cluster: {name} gives a cluster-robust interval only when the clusters are the levels of the fixed "
-            f"effect it absorbs (a categorical term C({cluster}) of the formula with at least "
-            f"{algo.params.get('absorb', 10)} levels); "
-            f"add C({cluster}) to the formula, or remove cluster= for an interval that assumes independent rows")
+            f"cluster: {name} gave no cluster-robust interval on this design (its interval accounts for: "
+            f"{out.details.get('sampling_error', 'independent rows')}); remove cluster= for an interval that "
+            "assumes independent rows")
     if released and inference and out.std_error is None:
         raise RuntimeError(f"method {name!r} returned no standard error with inference=True (a bug in the method)")
     terms = (facts.coefficient,) if task == "sce" else tuple(facts.columns)
@@ -262,12 +262,19 @@ def private_coef(data: Any, formula: str, coef: str, epsilon: float, delta: floa
     **params
         Hyperparameters of the method, and ``cluster=``: the column whose
         values are the sampling clusters. The default method (``fwl_score``)
-        then gives a cluster-robust interval (a delete-a-group jackknife over
-        groups of clusters, ``t`` quantile) when the clusters are the levels
-        of the fixed effect it absorbs: ``cluster="state"`` with ``C(state)``
-        in the formula. Otherwise, and for methods without such an interval,
-        ``cluster=`` is an error that says what the interval covers instead.
-        The privacy guarantee still protects one row, not a whole cluster.
+        then gives a cluster-robust interval, a delete-a-group jackknife over
+        groups of clusters (``t`` quantile): groups of the levels of the
+        fixed effect it absorbs when the clusters are those levels
+        (``cluster="state"`` with ``C(state)`` in the formula), otherwise
+        groups formed by a public hash of the cluster labels, as many (up to
+        8) as a noisy count of the clusters can fill with about 8 clusters
+        each. Clusters of about one row each leave the row-level interval.
+        Three groups need about 24 clusters plus three noise sd of the count
+        (about 120 clusters at ``epsilon=1``, 60 at 3, 36 at 10); with
+        fewer the interval is infinite and says "too few clusters". Methods
+        without such an interval refuse
+        ``cluster=`` and say what their interval covers instead. The privacy
+        guarantee still protects one row, not a whole cluster.
 
     Returns
     -------

@@ -51,6 +51,11 @@ _CHECK_WORDS: dict[str, tuple[str, str]] = {
         "{coef} and the outcome), so clipping may bias the estimate by more than its interval could show",
         "Declare bounds for {coef} and the outcome (bounds={{...}}), transform a heavy-tailed variable (e.g. its "
         "log), or use a larger epsilon or more rows."),
+    "too few clusters": (
+        "the clustered rows hold too few clusters for a cluster-robust interval: a noisy count of the clusters "
+        "leaves fewer than three groups of about eight clusters for the jackknife",
+        "Use a larger epsilon (the count of clusters is then less noisy), or remove cluster= if the rows of a "
+        "cluster are independent."),
     "failed standardisation": (
         "the private standardisation of the columns failed: the budget was too small to find the scale of the "
         "data",
@@ -107,6 +112,10 @@ def _covers(cls: type[Algorithm] | None, sampling_error: str | None = None) -> s
     words = ""
     if cls is not None:
         kind = str(sampling_error or "")
+        if kind.startswith("cluster-robust") and "one row each" in kind:
+            # clusters of single rows: the row-level interval, which is then cluster-robust
+            how = kind.split("; ", 1)[-1]
+            return f"sampling error of rows that are their own clusters ({how}) and the privacy noise; not clipping bias"
         if kind.startswith("cluster-robust"):
             words = cls.interval_covers_cluster
         elif kind.startswith("classical"):

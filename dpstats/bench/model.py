@@ -201,7 +201,11 @@ class Problem:
         if td.y is not None:
             y = np.array(td.y, dtype=float, copy=True)
             y.flags.writeable = False
-        data = TaskData(X, y)
+        clusters = None
+        if td.clusters is not None:
+            clusters = np.array(td.clusters, copy=True)
+            clusters.flags.writeable = False
+        data = TaskData(X, y, clusters=clusters)
         return cls(instance=instance.id, study=instance.spec.study, task=instance.task, n=instance.n,
                    d=instance.d, data=data, facts=instance.facts, baseline=baseline)
 

@@ -92,10 +92,15 @@ class TaskData:
         For weighted instances, rows are already multiplied by sqrt(weight).
     y : ndarray, shape (n,), or None
         Outcome (sce, linreg); ``None`` for mean.
+    clusters : ndarray, shape (n,), or None
+        The sampling cluster of each row (private, like the rows), when
+        ``PublicFacts.cluster`` names them and the data hold them; a method
+        that gives a cluster-robust interval reads them, others ignore them.
     """
 
     X: np.ndarray
     y: np.ndarray | None = None
+    clusters: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         X = np.asarray(self.X, dtype=float)
@@ -111,6 +116,11 @@ class TaskData:
             if not np.all(np.isfinite(y)):
                 raise ValueError("y contains NaN or infinite values")
             object.__setattr__(self, "y", y)
+        if self.clusters is not None:
+            c = np.asarray(self.clusters).reshape(-1)
+            if c.shape[0] != X.shape[0]:
+                raise ValueError(f"clusters has {c.shape[0]} rows but X has {X.shape[0]}")
+            object.__setattr__(self, "clusters", c)
 
     @property
     def n(self) -> int:

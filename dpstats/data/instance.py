@@ -99,9 +99,9 @@ class Instance:
     def task_data(self) -> TaskData:
         """The data an algorithm sees; weighted rows are multiplied by sqrt(weight)."""
         if self.weights is None:
-            return TaskData(self.X, self.y)
+            return TaskData(self.X, self.y, clusters=self.clusters)
         sw = np.sqrt(self.weights)
-        return TaskData(self.X * sw[:, None], None if self.y is None else self.y * sw)
+        return TaskData(self.X * sw[:, None], None if self.y is None else self.y * sw, clusters=self.clusters)
 
     def __repr__(self) -> str:
         return f"Instance({self.id!r}, task={self.task!r}, n={self.n}, d={self.d})"

@@ -311,6 +311,7 @@ def partial_out(
     absorb_sole: int = 0,
     scale_weight: float = 1.0,
     proj_margin: float = math.inf,
+    cluster_groups: tuple[np.ndarray, int] | None = None,
 ) -> Partialled:
     """Stage 1: private standardisation, noisy Gram, nuisance projections; spends ``scale_share + gram_share`` of rho.
 
@@ -323,6 +324,9 @@ def partial_out(
     With ``absorb`` (a number of levels, 0 for never; ``absorb_sole`` for the
     design's only categorical term) the categorical term of
     :func:`absorbed_block` is absorbed instead: see :func:`_partial_out_within`.
+    ``cluster_groups`` (each row's group of clusters and their number ``J``)
+    then splits the within cells by group, so that every pair lies inside
+    one group of clusters; the row path ignores it.
 
     A public 0/1 ``x`` or ``y`` has its projection clipped to
     ``[-proj_margin, 1 + proj_margin]`` before the residual is taken, so the
@@ -340,7 +344,7 @@ def partial_out(
         return _partial_out_within(
             X, y, facts, acc, rng, block, [c for c in controls if c not in set(block)], scale_share=scale_share,
             gram_share=gram_share, scale_factor=scale_factor, col_clip=col_clip, kappa=kappa, q_row_max=q_row_max,
-            ridge=ridge, m_cell=m_cell,
+            ridge=ridge, m_cell=m_cell, cluster_groups=cluster_groups,
         )
     names = [facts.columns[c] for c in controls] + [facts.columns[j], facts.outcome]
     W = np.column_stack([X[:, controls], X[:, j], y])
@@ -438,6 +442,7 @@ def _partial_out_within(
     X: np.ndarray, y: np.ndarray, facts, acc: ZCDPAccountant, rng: np.random.Generator, block: list[int],
     controls: list[int], *, scale_share: float, gram_share: float, scale_factor: float, col_clip: float,
     kappa: float, q_row_max: float, ridge: float, m_cell: int,
+    cluster_groups: tuple[np.ndarray, int] | None = None,
 ) -> Partialled:
     """Stage 1 with a fixed effect absorbed: everything on within-group pair differences.
 
@@ -458,7 +463,14 @@ def _partial_out_within(
     rho = acc.rho
     j = facts.coef_index
     levels = len(block) + 1
-    cells = within_cells(group_ids(X[:, block]), levels, rng, m_cell)
+    g = group_ids(X[:, block])
+    if cluster_groups is None:
+        cells = within_cells(g, levels, rng, m_cell)
+    else:
+        # cells inside (level, group of clusters): cell label level * J + group, so that label mod J is the group
+        # (WithinCells.by_level_group); a row's cell still depends on its own values only
+        lab, J = cluster_groups
+        cells = within_cells(g * J + np.asarray(lab, dtype=np.int64), levels * J, rng, m_cell)
     names = [facts.columns[c] for c in controls] + [facts.columns[j], facts.outcome]
     W = np.column_stack([X[:, controls], X[:, j], y])
     p = W.shape[1]

@@ -41,6 +41,8 @@ from scipy import stats
 
 from dpstats.algorithms.base import Algorithm, Param, PublicFacts
 from dpstats.algorithms.registry import register
+from dpstats.algorithms.sce._cluster_groups import cluster_groups as label_groups_of
+from dpstats.algorithms.sce._cluster_groups import group_jackknife, groups_for_count, noisy_cluster_count
 from dpstats.algorithms.sce._fwl_nuisance import (
     STAGE1_DETAILS,
     _design_columns,
@@ -86,11 +88,14 @@ FWL_SCORE_DETAILS = {
            "the private `grid median` locations and scales (inf without bounds)",
     "sigma_S": "paid statistic: 2 C_u C_v / sqrt(2 rho_S) (3 C_u C_v with an absorbed fixed effect; times sqrt(J) "
                "for the total of J group sums), from `grid quantile |u` and `grid quantile |v` (or the bounds)",
-    "sigma_T": "paid statistic: C_u^2 / sqrt(2 rho_T) (1.5 C_u^2 with an absorbed fixed effect; times sqrt(J) for "
-               "the total of J group sums), from `grid quantile |u` (or the bound B_u)",
+    "sigma_T": "paid statistic: C_u^2 / sqrt(2 rho_T) (1.5 C_u^2 with an absorbed fixed effect, sqrt(2) C_u^2 for "
+               "sums per group of clusters at row level; times sqrt(J) for the total of J group sums), from "
+               "`grid quantile |u` (or the bound B_u)",
     "absorbed_levels": "public fact: levels of the categorical term absorbed (0: none), from the design's column "
                        "names",
     "private_columns": "public fact: number of columns standardised privately (those without public bounds)",
+    "cluster_count": "paid statistic: `Gaussian count of clusters` (clustered sampling whose clusters are not the "
+                     "absorbed levels)",
 }
 
 
@@ -134,6 +139,10 @@ def fwl_score_release(
     scale_weight: float = 1.0,
     proj_margin: float = math.inf,
     plaus_grid: bool = False,
+    count_share: float = 0.02,
+    clusters_per_group: float = 8.0,
+    singleton_rows: float = 1.1,
+    clusters: np.ndarray | None = None,
 ) -> tuple[float, dict]:
     """Run both stages, spending the accountant's whole budget.
 
@@ -143,6 +152,15 @@ def fwl_score_release(
     absorbed fixed effect, the pair residual sum of squares ``R`` (sensitivity
     ``1.5 C_v^2``) for the classical within one; with 0 the release is the
     point estimate alone, bit-identical to earlier versions.
+
+    With ``se_share > 0`` and clustered sampling (``facts.cluster``) the
+    interval is a delete-a-group jackknife over ``cluster_groups`` groups:
+    of the absorbed levels when the clusters are those levels, otherwise of
+    the clusters themselves, whose labels (``clusters``, private like the
+    rows) are mapped to groups by a public function of each label
+    (:func:`~dpstats.algorithms.sce._cluster_groups.cluster_groups`). The
+    stage-2 sums are then released per group; with an absorbed fixed effect
+    the within cells are formed inside each group of clusters.
 
     Returns
     -------
@@ -159,10 +177,23 @@ def fwl_score_release(
     d_eff = X.shape[1] - n_absorbed  # public: the design's columns
     # few controls: the nuisance has few parameters and needs less of the budget (public rule on d)
     g_share = gram_share * min(1.0, (d_eff - 1) / gram_full_d) if gram_full_d > 0 else gram_share
+    # clustered sampling whose clusters are not the absorbed levels: groups of the clusters' own labels (which
+    # path applies depends on public names and on whether the data hold the labels)
+    on_levels = bool(se_share > 0 and block and clustered_on(facts, block))
+    groups, J_lab, count, singletons = None, 0, None, False
+    if se_share > 0 and not on_levels and getattr(facts, "cluster", None) and clusters is not None:
+        # as many groups as a noisy count of the clusters can fill (at least three, or no interval); clusters of
+        # about one row each are independent rows, whose row-level interval is already cluster-robust
+        count, sig_count = noisy_cluster_count(clusters, acc, count_share * rho, rng)
+        singletons = count >= n / singleton_rows
+        J_lab = 0 if singletons else groups_for_count(count, sig_count, int(cluster_groups), clusters_per_group)
+        if J_lab >= 3:
+            groups = label_groups_of(clusters, J_lab)
     P = partial_out(
         X, y, facts, acc, rng, scale_share=scale_share, gram_share=g_share, scale_factor=scale_factor,
         col_clip=col_clip, kappa=kappa, q_row_max=q_row_max, ridge=ridge, use_bounds=use_bounds, absorb=absorb,
         m_cell=m_cell, absorb_sole=absorb_sole, scale_weight=scale_weight, proj_margin=proj_margin,
+        cluster_groups=None if groups is None else (groups, J_lab),
     )
     cells = P.cells
     within = cells is not None
@@ -216,9 +247,17 @@ def fwl_score_release(
     # clustered sampling on the absorbed fixed effect (public: names): the interval is a delete-a-group
     # jackknife over J groups of levels (each non-empty: J <= levels, public), from the stage-2 sums released
     # per group; R is not needed, so its budget goes to S (see group_jackknife)
-    J = min(int(cluster_groups), n_absorbed + 1) if (se_share > 0 and within and clustered_on(facts, block)) else 0
+    J = min(int(cluster_groups), n_absorbed + 1) if (within and on_levels) else 0
+    # groups of clusters by label (public: facts.cluster and the labels' presence): J groups, some possibly empty
+    J = J_lab if groups is not None else J
+    group_kind = "levels" if on_levels else "clusters"
     if J:
         rho_S, rho_Q = rho_S + rho_Q, 0.0
+    if J and not within:
+        # per-group sums at row level: a replaced row leaves one group and may join another, so the vector of
+        # sums of terms in [0, C_u^2] moves by at most sqrt(2) C_u^2 in L2 (the scalar by C_u^2); terms of
+        # either sign, in [-C_u C_v, C_u C_v], by at most 2 C_u C_v as before
+        k_T = math.sqrt(2.0)
     sig_S = k_S * C_u * C_v / math.sqrt(2.0 * rho_S)
     sig_T = k_T * C_u**2 / math.sqrt(2.0 * rho_T)
     S_k = T_k = None
@@ -232,14 +271,29 @@ def fwl_score_release(
         # a replacement moves at most two groups' sums (its old and its new cell), by at most 1.5 F each
         # (F the bound on a term) or one group's by 2 F: the vector's L2 change is within the scalar's bound
         parts = np.array([g.weighted_sums(_sums) if g.cells else np.zeros(3) for g in cells.by_level_group(J)])
-        S_k = acc.gaussian("Gaussian sum of clip(u) clip(v), per group of levels", parts[:, 0],
+        rule = f"level mod {J}" if on_levels else f"a public hash of the cluster label mod {J}"
+        S_k = acc.gaussian(f"Gaussian sum of clip(u) clip(v), per group of {group_kind}", parts[:, 0],
                            sensitivity=k_S * C_u * C_v, sigma=sig_S, rng=rng,
-                           note=f"within pairs, {J} groups of levels (level mod {J})")
-        T_k = acc.gaussian("Gaussian sum of clip(u)^2, per group of levels", parts[:, 1],
+                           note=f"within pairs, {J} groups of {group_kind} ({rule})")
+        T_k = acc.gaussian(f"Gaussian sum of clip(u)^2, per group of {group_kind}", parts[:, 1],
                            sensitivity=k_T * C_u**2, sigma=sig_T, rng=rng,
-                           note=f"within pairs, {J} groups of levels (level mod {J})")
+                           note=f"within pairs, {J} groups of {group_kind} ({rule})")
         S, T_raw = float(np.sum(S_k)), float(np.sum(T_k))
         # the noise of the totals (post-processing: J independent draws)
+        sig_S, sig_T = sig_S * math.sqrt(J), sig_T * math.sqrt(J)
+    elif J:
+        assert groups is not None
+        uc = np.clip(u, -C_u, C_u)
+        vc = np.clip(v, -C_v, C_v)
+        parts = np.array([[float(np.sum(uc[m] * vc[m])), float(np.sum(uc[m] * uc[m]))]
+                          for m in (groups == g for g in range(J))])
+        rule = f"a public hash of the cluster label mod {J}"
+        S_k = acc.gaussian("Gaussian sum of clip(u) clip(v), per group of clusters", parts[:, 0],
+                           sensitivity=k_S * C_u * C_v, sigma=sig_S, rng=rng, note=f"{J} groups of clusters ({rule})")
+        T_k = acc.gaussian("Gaussian sum of clip(u)^2, per group of clusters", parts[:, 1],
+                           sensitivity=k_T * C_u**2, sigma=sig_T, rng=rng,
+                           note=f"{J} groups of clusters ({rule}): a row leaves one group and joins another")
+        S, T_raw = float(np.sum(S_k)), float(np.sum(T_k))
         sig_S, sig_T = sig_S * math.sqrt(J), sig_T * math.sqrt(J)
     elif within:
         # one pass over the pairs for S, T and the residual sum of squares R (released below, with the interval)
@@ -342,6 +396,10 @@ def fwl_score_release(
         if far is not None and far.count > tail_frac * n + 3.0 * far.sigma:
             se = math.inf
             check = "far beyond the clips" if check == "ok" else check
+        if count is not None and groups is None and not singletons:
+            # clustered sampling, but the noisy count leaves fewer than three groups of clusters
+            se = math.inf
+            check = "too few clusters" if check == "ok" else check
         if P.range_scales > plaus_hi:
             # a bounded column whose public range spans more than plaus_hi private scales: its scale failed
             # (a failed scale or Gram check below overrides the label)
@@ -353,7 +411,9 @@ def fwl_score_release(
         extra = {"std_error": se, "bias_bound": max(abs(raw_lo - est), abs(raw_hi - est)) + floor_bias,
                  "sigma_Q": sig_Q,
                  "reliability": reliab, "interval_check": check, "floored_directions": floored,
-                 "sampling_error": sampling_error(facts, within, J)}
+                 "sampling_error": sampling_error(facts, within, J, group_kind, count is not None, singletons)}
+        if count is not None:
+            extra["cluster_count"] = count
         if interval_df is not None:
             extra["interval_df"] = interval_df
     if fallback is not None:
@@ -395,33 +455,23 @@ def clustered_on(facts, block: list[int]) -> bool:
     return term in (cl, f"C({cl})") or term.startswith(f"C({cl},")
 
 
-def sampling_error(facts, within: bool, J: int) -> str:
-    """What the interval's sampling part accounts for (public: the design's names and the method's settings)."""
-    if J:
+def sampling_error(facts, within: bool, J: int, kind: str = "levels", labelled: bool = False,
+                   singletons: bool = False) -> str:
+    """What the interval's sampling part accounts for (public: the design's names, whether the data hold the
+    cluster labels, the released count of clusters and the method's settings)."""
+    if singletons:
+        base = "classical, within the absorbed groups" if within else "HC0"
+        return f"cluster-robust: the clusters ({facts.cluster}) hold about one row each; {base} over the rows"
+    if labelled and not J:
+        return f"cluster-robust: too few clusters ({facts.cluster}) for a delete-a-group jackknife"
+    if J and kind == "levels":
         return (f"cluster-robust: delete-a-group jackknife over {J} groups of the absorbed levels (clusters "
                 f"{facts.cluster})")
+    if J:
+        return f"cluster-robust: delete-a-group jackknife over {J} groups of the clusters ({facts.cluster})"
     base = "classical, within the absorbed groups" if within else "HC0"
     cl = getattr(facts, "cluster", None)
     return base if not cl else f"{base}; not the clustering by {cl}"
-
-
-def group_jackknife(theta0: float, S_k: np.ndarray, T_k: np.ndarray, sig_T_k: float) -> float:
-    """Delete-a-group jackknife variance of ``theta0 + sum S_k / sum T_k`` (post-processing of the released sums).
-
-    With independent clusters the groups' sums are independent, so the
-    spread of the delete-one estimates holds both the sampling error between
-    clusters and the privacy noise of the sums; the interval uses
-    ``t(J - 1)``. ``inf`` with fewer than three groups, or when a
-    denominator lies within three noise sd of 0.
-    """
-    S_k, T_k = np.asarray(S_k, dtype=float), np.asarray(T_k, dtype=float)
-    J = S_k.size
-    S, T = float(S_k.sum()), float(T_k.sum())
-    den = T - T_k
-    if J < 3 or np.any(den <= 3.0 * sig_T_k * math.sqrt(J - 1)):
-        return math.inf
-    th = theta0 + (S - S_k) / den
-    return (J - 1) / J * float(np.sum((th - th.mean()) ** 2))
 
 
 def score_std_error(Q: float, sig_Q: float, T: float, T_raw: float, sig_T: float, noise_sd: float,
@@ -504,9 +554,20 @@ class FWLScore(Algorithm):
         "clip_free_max": Param(math.inf, "ours: a public 0/1 regressor or outcome is left unclipped only when its "
                                     "residual's public bound is at most this many standardised units; a wider one "
                                     "(wide declared ranges of the controls) gets a private clip, capped by it"),
-        "cluster_groups": Param(8, "ours: with clustered sampling on the absorbed fixed effect (facts.cluster), the "
-                                   "interval is a delete-a-group jackknife over this many groups of levels (level "
-                                   "mod J), t(J - 1); interval path only"),
+        "cluster_groups": Param(8, "ours: with clustered sampling (facts.cluster) the interval is a delete-a-group "
+                                   "jackknife over at most this many groups, t(J - 1): of the absorbed levels "
+                                   "(level mod J) when the clusters are those levels, otherwise of the clusters "
+                                   "(a public hash of the label mod J, when the data hold the labels); interval "
+                                   "path only"),
+        "count_share": Param(0.02, "ours: share of rho for the noisy count of clusters that sets the number of "
+                                   "groups of the cluster-robust jackknife (clustered sampling whose clusters are "
+                                   "not the absorbed levels; interval path only)"),
+        "clusters_per_group": Param(8.0, "ours: the jackknife takes min(cluster_groups, (noisy count - 3 sd) / "
+                                         "clusters_per_group) groups of clusters, so that a group is rarely empty; "
+                                         "fewer than three: an infinite interval ('too few clusters')"),
+        "singleton_rows": Param(1.1, "ours: clusters of at most this many rows on average (n over the noisy "
+                                     "count) are taken as independent rows, and the row-level interval as "
+                                     "cluster-robust"),
         "u_beyond": Param(0.0, "ours: the |u| clip is pushed out, assuming Gaussian tails, to leave this share of "
                                 "rows above it (clip_widening; 0: the located quantile as it is)"),
         "proj_margin": Param(math.inf, "ours: the projection of a public 0/1 regressor or outcome on the controls is "
@@ -557,7 +618,7 @@ class FWLScore(Algorithm):
         if epsilon > 1.0 and above > 0.0:
             p["ridge"] = above
         acc = ZCDPAccountant(epsilon, delta)
-        est, det = fwl_score_release(data.X, data.y, facts, acc, rng, **p)
+        est, det = fwl_score_release(data.X, data.y, facts, acc, rng, clusters=getattr(data, "clusters", None), **p)
         se, bias = det.pop("std_error", None), det.pop("bias_bound", None)
         idf = det.pop("interval_df", None)
         if se is None:
