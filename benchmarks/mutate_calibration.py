@@ -1,9 +1,9 @@
 """Mutation testing of the privacy calibration: does the test suite catch a wrong noise scale?
 
 The script finds every *calibration site* of the privacy code with :mod:`ast`
-(``dpstats/algorithms/**/*.py``, ``dpstats/privacy/mechanisms.py`` and the
-conversions of ``dpstats/privacy/conversions.py`` and the accountants of
-``accounting.py``), makes one mutant per site, runs the relevant tests on
+(``dpstats/algorithms/**/*.py``, ``dpstats/privacy/mechanisms.py``, the grid
+quantiles of ``dpstats/privacy/quantiles.py``, and the conversions of
+``dpstats/privacy/conversions.py`` and the accountants of ``accounting.py``), makes one mutant per site, runs the relevant tests on
 each mutant in an isolated copy of the package and reports which mutants the
 tests kill.
 
@@ -19,8 +19,8 @@ Mutant kinds
     The epsilon argument doubled in each call of an exponential-mechanism or
     private-quantile function (any function of the scanned files with an
     ``eps*`` and an ``rng`` parameter, found automatically:
-    ``exponential_mechanism``, ``private_quantile*``, ``grid_quantile*``,
-    ``private_grid_quantile``, ``noisy_max_bin``, ``sample_depth_region`` ...).
+    ``exponential_mechanism``, ``private_quantile*``, ``private_grid_index``,
+    ``private_grid_cell``, ``noisy_max_bin``, ``sample_depth_region`` ...).
 ``sensitivity``
     The sensitivity passed to ``gaussian_sigma`` / ``acc.gaussian_sigma`` /
     ``acc.spend_gaussian`` and to the charging calls ``acc.gaussian`` /
@@ -104,8 +104,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SURVIVORS_TOML = Path(__file__).resolve().with_name("mutate_calibration_survivors.toml")
 
-SOURCE_GLOBS = ["dpstats/algorithms/**/*.py", "dpstats/privacy/mechanisms.py", "dpstats/privacy/accounting.py",
-                "dpstats/privacy/conversions.py"]
+SOURCE_GLOBS = ["dpstats/algorithms/**/*.py", "dpstats/privacy/mechanisms.py", "dpstats/privacy/quantiles.py",
+                "dpstats/privacy/accounting.py", "dpstats/privacy/conversions.py"]
 #: the conversions and the accountants' charging calls
 PRIVACY_FILES = ("dpstats/privacy/accounting.py", "dpstats/privacy/conversions.py")
 DEFAULT_TESTS = [

@@ -6,7 +6,7 @@ Nothing here is registered; every function states the neighbouring relation
 Contents
 --------
 * The public grids :data:`POSITIVE_GRID` and :data:`SIGNED_GRID`, and
-  :func:`grid_em`, which draws a grid point and charges the accountant.
+  :func:`~dpstats.privacy.quantiles.private_grid_index`, which draws a grid point and charges the accountant.
 * Private ranges: :func:`private_center_halfwidth` (median and a quantile of
   absolute deviations by the tie-robust grid exponential mechanism),
   :func:`private_median_cell`, :func:`private_median_midpoint`,
@@ -29,7 +29,8 @@ records exactly the epsilon drawn. The exponential mechanism
 are charged with ``bound="bounded_range"``
 (:func:`~dpstats.privacy.accounting.em_rho`), and a zCDP share is turned into
 their epsilon by :func:`~dpstats.privacy.accounting.em_epsilon`. The tie-robust
-grid scores are :func:`~dpstats.privacy.mechanisms.grid_quantile_scores`.
+grid scores are :func:`~dpstats.privacy.mechanisms.grid_quantile_scores`, drawn
+and charged by :func:`~dpstats.privacy.quantiles.private_grid_index`.
 """
 
 from __future__ import annotations
@@ -40,10 +41,10 @@ import numpy as np
 from scipy import special
 
 from dpstats.privacy.accounting import ZCDPAccountant
-from dpstats.privacy.mechanisms import grid_quantile_scores, log_grid
+from dpstats.privacy.mechanisms import log_grid
+from dpstats.privacy.quantiles import private_grid_index
 
 __all__ = [
-    "BR_NOTE",
     "POSITIVE_GRID",
     "SIGNED_GRID",
     "private_center_halfwidth",
@@ -54,26 +55,11 @@ __all__ = [
     "scale_quantile",
 ]
 
-BR_NOTE = "exponential mechanism: eps-bounded-range, so eps^2/8-zCDP (Cesar & Rogers 2021, Lemma 3.2)"
-
 #: public grid of magnitudes for private scales and bounds: 2^-20 (1e-6) to 2^36 (7e10), 4 points per octave
 POSITIVE_GRID = log_grid(2.0**-20, 2.0**36, per_octave=4)
 #: public signed grid for private centres, 32 points per octave (relative spacing 2.2%)
 _FINE = log_grid(2.0**-20, 2.0**36, per_octave=32)
 SIGNED_GRID = np.concatenate([-_FINE[::-1], [0.0], _FINE])
-
-
-def grid_em(
-    acc: ZCDPAccountant, mechanism: str, scores: np.ndarray, epsilon: float, rng: np.random.Generator, note: str = ""
-) -> int:
-    """Run a grid exponential mechanism (score sensitivity 1) through the accountant: draw and charge ``epsilon^2/8``.
-
-    The ledger entry carries ``note`` followed by :data:`BR_NOTE`.
-    """
-    return acc.exponential(
-        mechanism, scores, sensitivity=1.0, epsilon=epsilon, rng=rng, bound="bounded_range",
-        note=(note + "; " if note else "") + BR_NOTE,
-    )
 
 
 # --------------------------------------------------------------------------
@@ -155,10 +141,10 @@ def private_median_cell(
     grid point ``g_j`` stands for its cell and scores
     ``-max(0, c(g_{j-1}) - r + 1, r - c(g_j))`` with ``r = ceil(n/2)``;
     sensitivity 1 under replace-one, ``epsilon``-DP, drawn and charged to
-    ``acc`` as ``mechanism`` (:func:`grid_em`).
+    ``acc`` as ``mechanism`` (:func:`~dpstats.privacy.quantiles.private_grid_index`).
     """
     grid = np.asarray(grid, dtype=float)
-    j = grid_em(acc, mechanism, grid_quantile_scores(x, grid, q=0.5), epsilon, rng, note)
+    j = private_grid_index(x, grid, epsilon, rng, acc=acc, mechanism=mechanism, q=0.5, note=note)
     return (float(grid[j - 1]) if j > 0 else -math.inf), float(grid[j])
 
 
@@ -207,11 +193,11 @@ def private_nonzero_quantile(
     change is symmetric. The score is a maximum of such terms, so it moves by
     at most 1 and the mechanism is ``epsilon``-DP (and
     ``epsilon``-bounded-range); it is drawn and charged to ``acc`` as
-    ``mechanism`` (:func:`grid_em`).
+    ``mechanism`` (:func:`~dpstats.privacy.quantiles.private_grid_index`).
     """
     grid = np.asarray(grid, dtype=float)
     z = np.asarray(v, dtype=float).reshape(-1)
-    j = grid_em(acc, mechanism, grid_quantile_scores(z[z > 0], grid, q=q), epsilon, rng, note)
+    j = private_grid_index(z[z > 0], grid, epsilon, rng, acc=acc, mechanism=mechanism, q=q, note=note)
     return float(grid[j])
 
 
@@ -223,7 +209,8 @@ def private_norm_bound(
 
     ``epsilon``-DP (tie-robust grid exponential mechanism,
     :func:`~dpstats.privacy.mechanisms.grid_quantile_scores`, replace-one
-    sensitivity 1), drawn and charged to ``acc`` as ``mechanism`` (:func:`grid_em`).
+    sensitivity 1), drawn and charged to ``acc`` as ``mechanism`` (:func:`~dpstats.privacy.quantiles.private_grid_index`).
     """
-    scores = grid_quantile_scores(np.asarray(norms, dtype=float), POSITIVE_GRID, q=q)
-    return float(POSITIVE_GRID[grid_em(acc, mechanism, scores, epsilon, rng, note)])
+    j = private_grid_index(np.asarray(norms, dtype=float), POSITIVE_GRID, epsilon, rng, acc=acc, mechanism=mechanism,
+                           q=q, note=note)
+    return float(POSITIVE_GRID[j])

@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from dpstats.privacy.accounting import ZCDPAccountant
-from dpstats.privacy.mechanisms import grid_quantile_scores
+from dpstats.privacy.quantiles import BR_NOTE
 
 __all__ = [
     "DEFAULT_RANGE",
@@ -29,7 +29,6 @@ __all__ = [
     "prior_ball",
     "gaussian_tailbound",
     "scale_grid",
-    "grid_quantile",
     "noisy_max_bin",
     "tail_scale",
     "tail_scale_scores",
@@ -101,32 +100,6 @@ def scale_grid(lo: float, hi: float, per_octave: int = 8) -> np.ndarray:
     return np.append(g, hi)
 
 
-def grid_quantile(
-    acc: ZCDPAccountant,
-    mechanism: str,
-    x: np.ndarray,
-    rank: int,
-    grid: np.ndarray,
-    epsilon: float,
-    rng: np.random.Generator,
-) -> float:
-    """``epsilon``-DP estimate of the order statistic of the given ``rank`` over a public grid, charged to ``acc``.
-
-    The exponential mechanism (``acc.exponential``, bounded-range cost
-    ``epsilon^2 / 8``) on the tie-robust scores
-    :func:`~dpstats.privacy.mechanisms.grid_quantile_scores` (sensitivity 1).
-    ``rank`` is clamped to ``[1, len(x)]``; it must be public (a function of n).
-    """
-    scores = grid_quantile_scores(x, grid, rank=rank)
-    j = acc.exponential(mechanism, scores, sensitivity=1.0, epsilon=epsilon, rng=rng, bound="bounded_range",
-                        note=_br_note(epsilon))
-    return float(grid[j])
-
-
-def _br_note(epsilon: float) -> str:
-    return f"exponential mechanism, eps={epsilon:.6g} (bounded range)"
-
-
 def pair_differences(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """``|x_a - x_b|`` over ``floor(n/2)`` disjoint pairs of rows drawn by a random permutation.
 
@@ -188,7 +161,7 @@ def noisy_max_bin(
         scores = np.append(scores, 0.0)
         log_base = np.append(log_base, math.log(n_empty))
     k = acc.exponential(mechanism, scores, sensitivity=1.0, epsilon=epsilon, rng=rng, bound="bounded_range",
-                        log_base=log_base, note=_br_note(epsilon))
+                        log_base=log_base, note=BR_NOTE)
     if k < ids.size:
         return int(ids[k])
     # a uniformly random empty bin
@@ -262,7 +235,7 @@ def tail_scale(
     ``acc.exponential`` charges the bounded-range cost ``epsilon^2 / 8``.
     """
     j = acc.exponential(mechanism, tail_scale_scores(dev, k, q, grid), sensitivity=1.0, epsilon=epsilon, rng=rng,
-                        bound="bounded_range", note=_br_note(epsilon))
+                        bound="bounded_range", note=BR_NOTE)
     return float(grid[j])
 
 

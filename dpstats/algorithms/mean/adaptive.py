@@ -37,7 +37,6 @@ from dpstats.algorithms.mean._utils import (
     ball_mean,
     clip_ball,
     clipped_mean,
-    grid_quantile,
     prior_box,
     scale_grid,
     tail_scale,
@@ -45,6 +44,7 @@ from dpstats.algorithms.mean._utils import (
 from dpstats.algorithms.registry import register
 from dpstats.privacy.accounting import ZCDPAccountant
 from dpstats.privacy.mechanisms import range_grid
+from dpstats.privacy.quantiles import private_grid_index
 
 __all__ = ["AdaptiveClip", "AdaptiveWhiten", "private_column_ranges", "widen_factor", "tail_count", "point_guard"]
 
@@ -111,7 +111,8 @@ def private_column_ranges(
     for j in np.flatnonzero(find):
         x = np.clip(X[:, j], lo[j], hi[j])
         grid = range_grid(lo[j], hi[j], per_octave=per_octave, resolution=(hi[j] - lo[j]) * 5e-13)
-        m = grid_quantile(acc, f"median, column {j}", x, (n + 1) // 2, grid, eps0, rng)
+        m = float(grid[private_grid_index(x, grid, eps0, rng, acc=acc, mechanism=f"median, column {j}",
+                                          rank=(n + 1) // 2)])
         w = hi[j] - lo[j]
         ends = []
         for side, dev, room in (("lower", np.maximum(m - x, 0.0), m - lo[j]), ("upper", np.maximum(x - m, 0.0), hi[j] - m)):

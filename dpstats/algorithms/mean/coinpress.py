@@ -24,7 +24,6 @@ from dpstats.algorithms.mean._utils import (
     DEFAULT_RANGE,
     ball_mean,
     gaussian_tailbound,
-    grid_quantile,
     pair_differences,
     prior_ball,
     prior_box,
@@ -32,6 +31,7 @@ from dpstats.algorithms.mean._utils import (
 )
 from dpstats.algorithms.registry import register
 from dpstats.privacy.accounting import ZCDPAccountant
+from dpstats.privacy.quantiles import private_grid_index
 
 __all__ = ["CoinPress", "CoinPressScaled", "coinpress_iterate", "coinpress_schedule"]
 
@@ -194,7 +194,8 @@ class CoinPressScaled(Algorithm):
             grid = scale_grid(width * 1e-8, width, int(self.params["per_octave"]))
             diffs = pair_differences(X[:, j], rng)
             rank = int(math.ceil(q * diffs.size)) if diffs.size else 1
-            Q = grid_quantile(acc, f"scale quantile col {j}", diffs, rank, grid, eps_j, rng)
+            Q = float(grid[private_grid_index(diffs, grid, eps_j, rng, acc=acc, mechanism=f"scale quantile col {j}",
+                                              rank=rank)])
             s_j = min(Q / zq, width / 2.0) if facts.columns[j] in facts.bounds else Q / zq
             scales[j] = max(s_j, width * 1e-12)  # a public constant column keeps a positive scale
         Z = X / scales[None, :]

@@ -42,7 +42,6 @@ from dpstats.algorithms.sce._utils import (
     noisy_gram,
     noisy_symmetric,
     positive_grid,
-    private_grid_quantile,
     private_location_scale,
 )
 from dpstats.algorithms.sce._within import (
@@ -54,6 +53,7 @@ from dpstats.algorithms.sce._within import (
     within_cells,
 )
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
+from dpstats.privacy.quantiles import private_grid_cell
 
 __all__ = ["Partialled", "STAGE1_DETAILS", "absorbed_block", "nuisance_spread", "partial_out"]
 
@@ -384,8 +384,8 @@ def partial_out(
     over_clip = np.any(np.abs(Sraw) > col_clip, axis=1)
     norms = np.linalg.norm(Sc, axis=1)
     q_row = adaptive_quantile(n, e_em, kappa, q_max=q_row_max)
-    _, B = private_grid_quantile(norms, q_row, positive_grid(1e-3, 1e4), e_em, rng, acc=acc,
-                                 mechanism="grid quantile (row norm)", note=f"q={q_row:.4g}")
+    _, B = private_grid_cell(norms, positive_grid(1e-3, 1e4), e_em, rng, acc=acc,
+                             mechanism="grid quantile (row norm)", q=q_row)
     Sr = Sc * np.minimum(1.0, B / np.maximum(norms, 1e-300))[:, None]
     # ---- stage 1b: noisy Gram of (1, controls, x, y)
     A = np.column_stack([np.ones(n), Sr])

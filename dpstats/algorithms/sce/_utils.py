@@ -34,7 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpstats.privacy.accounting import Accountant, EMBound
-from dpstats.privacy.mechanisms import grid_quantile_scores, log_grid, signed_log_grid
+from dpstats.privacy.mechanisms import log_grid, signed_log_grid
+from dpstats.privacy.quantiles import private_grid_cell, private_grid_index
 
 __all__ = [
     "BlockStats",
@@ -44,8 +45,6 @@ __all__ = [
     "symmetric_grid",
     "positive_grid",
     "EM_BOUND",
-    "grid_quantile_index",
-    "private_grid_quantile",
     "private_interval",
     "adaptive_quantile",
     "median_score_interval",
@@ -216,35 +215,6 @@ def symmetric_grid(lo: float = 1e-10, hi: float = 1e10, per_octave: int = 8) -> 
     return signed_log_grid(lo, hi, per_octave)
 
 
-def grid_quantile_index(
-    x: np.ndarray, q: float, grid: np.ndarray, epsilon: float, rng: np.random.Generator, *,
-    acc: Accountant, mechanism: str, note: str = "",
-) -> int:
-    """Index ``j`` of the grid cell ``(g_{j-1}, g_j]`` chosen by the exponential mechanism (``epsilon``-DP).
-
-    The scores are the tie-robust grid-quantile scores
-    (:func:`dpstats.privacy.mechanisms.grid_quantile_scores`, sensitivity 1
-    for replace, add and remove, so the count of values may depend on the
-    data); the draw is charged to ``acc`` as ``mechanism``.
-    """
-    scores = grid_quantile_scores(x, grid, q=q)
-    return acc.exponential(mechanism, scores, sensitivity=1.0, epsilon=epsilon, rng=rng, bound=EM_BOUND, note=note)
-
-
-def private_grid_quantile(
-    x: np.ndarray, q: float, grid: np.ndarray, epsilon: float, rng: np.random.Generator, *,
-    acc: Accountant, mechanism: str, note: str = "",
-) -> tuple[float, float]:
-    """Private ``q``-quantile cell ``(lower edge, upper edge)`` on a public grid; ``epsilon``-DP, charged to ``acc``.
-
-    The lower edge of the first cell is ``grid[0]`` (values below are treated
-    as lying in the first cell).
-    """
-    j = grid_quantile_index(x, q, grid, epsilon, rng, acc=acc, mechanism=mechanism, note=note)
-    lo = float(grid[j - 1]) if j > 0 else float(grid[0])
-    return lo, float(grid[j])
-
-
 def private_interval(
     x: np.ndarray,
     q_lo: float,
@@ -256,7 +226,6 @@ def private_interval(
     *,
     acc: Accountant,
     mechanisms: tuple[str, str],
-    notes: tuple[str, str] = ("", ""),
 ) -> tuple[float, float]:
     """A private interval meant to hold the ``[q_lo, q_hi]`` quantile range, widened.
 
@@ -268,8 +237,8 @@ def private_interval(
     reversed picks) is repaired from the grid alone, never from the data.
     """
     grid = symmetric_grid() if grid is None else grid
-    lo, _ = private_grid_quantile(x, q_lo, grid, epsilon_each, rng, acc=acc, mechanism=mechanisms[0], note=notes[0])
-    _, hi = private_grid_quantile(x, q_hi, grid, epsilon_each, rng, acc=acc, mechanism=mechanisms[1], note=notes[1])
+    lo, _ = private_grid_cell(x, grid, epsilon_each, rng, acc=acc, mechanism=mechanisms[0], q=q_lo)
+    _, hi = private_grid_cell(x, grid, epsilon_each, rng, acc=acc, mechanism=mechanisms[1], q=q_hi)
     if hi < lo:
         lo, hi = hi, lo
     if hi - lo <= 0:
@@ -340,13 +309,14 @@ def private_location_scale(
     """
     w = np.asarray(w, dtype=float).reshape(-1)
     grid = symmetric_grid()
-    j = grid_quantile_index(w, 0.5, grid, epsilon, rng, acc=acc, mechanism=f"grid median ({label})")
+    j = private_grid_index(w, grid, epsilon, rng, acc=acc, mechanism=f"grid median ({label})", q=0.5)
     loc = float(grid[j])
     perm = rng.permutation(w.size)
     diff = np.abs(w[perm[0 : w.size - 1 : 2]] - w[perm[1 : w.size : 2]])
     diff = diff[diff > 0]
-    _, scale = private_grid_quantile(
-        diff, 0.5, positive_grid(), epsilon if scale_epsilon is None else scale_epsilon, rng, acc=acc, mechanism=f"grid median of non-zero pair differences ({label})"
+    _, scale = private_grid_cell(
+        diff, positive_grid(), epsilon if scale_epsilon is None else scale_epsilon, rng, acc=acc,
+        mechanism=f"grid median of non-zero pair differences ({label})", q=0.5,
     )
     if bounds is not None:
         lo, hi = float(bounds[0]), float(bounds[1])

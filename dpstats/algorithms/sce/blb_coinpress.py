@@ -44,12 +44,12 @@ from dpstats.algorithms.sce._utils import (
     block_fwl,
     choose_blocks,
     positive_grid,
-    private_grid_quantile,
     private_interval,
     random_blocks,
     symmetric_grid,
 )
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
+from dpstats.privacy.quantiles import private_grid_cell
 
 __all__ = ["BLBCoinPress", "BLBCoinPressDataBounds", "blb_std_error", "blb_subset_estimates", "coinpress_1d", "gaussian_tailbound"]
 
@@ -188,8 +188,8 @@ class _BLBBase(Algorithm):
                 mechanisms=("grid quantile (mean ball, low)", "grid quantile (mean ball, high)"),
             )
             mean_c, mean_r = 0.5 * (lo + hi), 0.5 * (hi - lo)
-            _, v_med = private_grid_quantile(variances[ok], 0.5, positive_grid(1e-30, 1e30, 4), e_em, rng, acc=acc,
-                                             mechanism="grid median (variance ball)")
+            _, v_med = private_grid_cell(variances[ok], positive_grid(1e-30, 1e30, 4), e_em, rng, acc=acc,
+                                         mechanism="grid median (variance ball)", q=0.5)
             cov_c, cov_r = v_med, over * v_med
             # variance of a sample variance of r normal draws is 2 v^2 / (r - 1); over-estimated as in the paper's demo
             cov_cov_u = over * 2.0 * v_med**2 / max(r_sims - 1, 1)

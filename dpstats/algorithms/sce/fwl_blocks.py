@@ -33,13 +33,13 @@ from dpstats.algorithms.sce._utils import (
     block_fwl,
     choose_blocks,
     positive_grid,
-    private_grid_quantile,
     private_interval,
     private_median_interval,
     random_blocks,
     symmetric_grid,
 )
 from dpstats.privacy.accounting import PureAccountant
+from dpstats.privacy.quantiles import private_grid_cell
 
 __all__ = ["FWLBlocks", "FWL_BLOCK_DETAILS", "fwl_block_release"]
 
@@ -87,7 +87,6 @@ def fwl_block_release(
     lo, hi = private_interval(
         theta, 0.25, 0.75, e_pilot, rng, symmetric_grid(), widen=1.0, acc=acc,
         mechanisms=("grid quantile (pilot range low)", "grid quantile (pilot range high)"),
-        notes=("sensitivity 1", "sensitivity 1"),
     )
     theta0 = private_median_interval(theta, lo, hi, e_pilot, rng, acc=acc, mechanism="Smith median (pilot)",
                                      note="sensitivity 1")
@@ -95,10 +94,9 @@ def fwl_block_release(
     e_scale = scale_share * eps / 2.0
     R = bs.N - theta0 * bs.D
     grid = positive_grid(1e-20, 1e20, 4)
-    _, cr = private_grid_quantile(np.abs(R), q_R, grid, e_scale, rng, acc=acc,
-                                  mechanism="grid quantile (scale of R_b)", note="sensitivity 1")
-    _, cd = private_grid_quantile(bs.D, q_D, grid, e_scale, rng, acc=acc,
-                                  mechanism="grid quantile (scale of D_b)", note="sensitivity 1")
+    _, cr = private_grid_cell(np.abs(R), grid, e_scale, rng, acc=acc, mechanism="grid quantile (scale of R_b)",
+                              q=q_R)
+    _, cd = private_grid_cell(bs.D, grid, e_scale, rng, acc=acc, mechanism="grid quantile (scale of D_b)", q=q_D)
     C_R = clip_R * cr
     C_D = clip_D * cd
     # 3. Laplace release of the two clipped sums

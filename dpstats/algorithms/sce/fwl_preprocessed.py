@@ -32,11 +32,11 @@ from dpstats.algorithms.sce._utils import (
     EM_BOUND,
     adaptive_quantile,
     positive_grid,
-    private_grid_quantile,
     private_median_interval,
 )
 from dpstats.algorithms.sce.simple_regression import matched_slopes, ncov_sensitivity
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
+from dpstats.privacy.quantiles import private_grid_cell
 
 __all__ = ["NoisyStatsFWL", "TheilSenFWL"]
 
@@ -77,10 +77,10 @@ class _Preprocessed(Algorithm):
         n = data.n
         e_q = em_epsilon(p["range_share"] * acc.rho / 2.0, bound=EM_BOUND)
         q = adaptive_quantile(n, e_q, p["kappa"])
-        _, Cu = private_grid_quantile(np.abs(P.u), q, positive_grid(), e_q, rng, acc=acc,
-                                      mechanism="grid quantile |u| (range)", note=f"q={q:.4g}")
-        _, Cw = private_grid_quantile(np.abs(P.w), q, positive_grid(), e_q, rng, acc=acc,
-                                      mechanism="grid quantile |w| (range)", note=f"q={q:.4g}")
+        _, Cu = private_grid_cell(np.abs(P.u), positive_grid(), e_q, rng, acc=acc,
+                                  mechanism="grid quantile |u| (range)", q=q)
+        _, Cw = private_grid_cell(np.abs(P.w), positive_grid(), e_q, rng, acc=acc,
+                                  mechanism="grid quantile |w| (range)", q=q)
         # rescale to [0, 1] as the simple-regression algorithms expect
         us = (np.clip(P.u, -Cu, Cu) + Cu) / (2 * Cu)
         ws = (np.clip(P.w, -Cw, Cw) + Cw) / (2 * Cw)

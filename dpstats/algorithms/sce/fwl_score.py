@@ -56,7 +56,6 @@ from dpstats.algorithms.sce._utils import (
     EM_BOUND,
     adaptive_quantile,
     positive_grid,
-    private_grid_quantile,
 )
 from dpstats.algorithms.sce._within import (
     PAIR_QUANTILE_SENSITIVITY,
@@ -65,6 +64,7 @@ from dpstats.algorithms.sce._within import (
     private_pair_quantile,
 )
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
+from dpstats.privacy.quantiles import private_grid_cell
 
 __all__ = ["FWLScore", "fwl_score_release"]
 
@@ -232,12 +232,12 @@ def fwl_score_release(
         else:
             q_uv = adaptive_quantile(n, e_q, kappa)
             if need[0]:
-                _, qu = private_grid_quantile(np.abs(u), q_uv, clip_grid, e_q, rng, acc=acc,
-                                              mechanism="grid quantile |u|", note=f"q={q_uv:.4g}")
+                _, qu = private_grid_cell(np.abs(u), clip_grid, e_q, rng, acc=acc, mechanism="grid quantile |u|",
+                                          q=q_uv)
                 C_u = min(c_u * clip_widening(q_uv, u_beyond) * qu, B_u)
             if need[1]:
-                _, qv = private_grid_quantile(np.abs(v), q_uv, clip_grid, e_q, rng, acc=acc,
-                                              mechanism="grid quantile |v|", note=f"q={q_uv:.4g}")
+                _, qv = private_grid_cell(np.abs(v), clip_grid, e_q, rng, acc=acc, mechanism="grid quantile |v|",
+                                          q=q_uv)
                 C_v = min(c_v * qv, B_v)
     rho_N = tail_share * acc.remaining if se_share > 0 and not within else 0.0
     rho_2 = acc.remaining - rho_N

@@ -97,7 +97,6 @@ class SAMedian(Algorithm):
         lo, hi = private_interval(
             theta, q_lo, q_hi, e_range / 2, rng, symmetric_grid(), widen=p["widen"], acc=acc,
             mechanisms=("grid quantile (range low)", "grid quantile (range high)"),
-            notes=(f"q={q_lo}, sensitivity 1", f"q={q_hi}, sensitivity 1"),
         )
         e_med = epsilon - e_range
         est = private_median_interval(
@@ -148,7 +147,6 @@ class SAWinsorized(Algorithm):
         lo, hi = private_interval(
             theta, q_lo, q_hi, e_range / 2, rng, symmetric_grid(), widen=p["widen"], acc=acc,
             mechanisms=("grid quantile (range low)", "grid quantile (range high)"),
-            notes=(f"q={q_lo}, sensitivity 1", f"q={q_hi}, sensitivity 1"),
         )
         e_mean = epsilon - e_range
         c = 0.5 * (lo + hi)

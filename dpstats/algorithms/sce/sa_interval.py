@@ -89,7 +89,6 @@ class SAInterval(Algorithm):
         lo, hi = private_interval(
             theta, q_lo, q_hi, e_range / 2, rng, symmetric_grid(), widen=p["widen"], acc=acc,
             mechanisms=("grid quantile (range low)", "grid quantile (range high)"),
-            notes=(f"q={q_lo}, sensitivity 1", f"q={q_hi}, sensitivity 1"),
         )
         c, h = 0.5 * (lo + hi), 0.5 * (hi - lo)
         t = np.clip(theta, lo, hi) - c

@@ -81,7 +81,6 @@ def _bounds(
     return private_interval(
         values, 0.05, 0.95, eps_each, rng, symmetric_grid(), widen=0.5, acc=acc,
         mechanisms=(f"grid quantile (range of {name}, low)", f"grid quantile (range of {name}, high)"),
-        notes=("q=0.05, sensitivity 1", "q=0.95, sensitivity 1"),
     )
 
 

@@ -23,6 +23,7 @@ from dpstats.algorithms.linreg._private_ranges import (
 from dpstats.algorithms.linreg._ssp import gram_pattern, ssp_calibration, ssp_joint_sens2, upper_to_sym
 from dpstats.algorithms.linreg.tukeyem import distance_lower_bound, log_depth_volumes
 from dpstats.privacy.accounting import ZCDPAccountant, zcdp_rho
+from dpstats.privacy.quantiles import BR_NOTE
 
 # --------------------------------------------------------------------------
 # helpers
@@ -369,7 +370,7 @@ def test_dpgd_step_sensitivity_two_c():
 
 def test_grid_em_is_charged_at_its_bounded_range_cost():
     """A linreg grid mechanism is drawn and charged in one call: eps^2/8 (bounded range), a quarter of eps^2/2."""
-    from dpstats.algorithms.linreg._private_ranges import BR_NOTE, private_norm_bound
+    from dpstats.algorithms.linreg._private_ranges import private_norm_bound
     from dpstats.privacy.accounting import em_epsilon
 
     acc = ZCDPAccountant(1.0, 1e-6)
@@ -445,7 +446,6 @@ def test_tukeyem_details_and_reason_carry_no_distance_or_depth():
                                   "dpnewton"])
 def test_exponential_mechanisms_run_at_the_charged_epsilon(name, monkeypatch):
     """Every grid exponential mechanism draws with the epsilon whose eps^2/8 the ledger records."""
-    import dpstats.algorithms.linreg._private_ranges as lu
     import dpstats.privacy.accounting as acc_mod
     import dpstats.privacy.mechanisms as mech
     from dpstats.algorithms import TaskData, get
@@ -461,7 +461,7 @@ def test_exponential_mechanisms_run_at_the_charged_epsilon(name, monkeypatch):
     monkeypatch.setattr(acc_mod, "exponential_mechanism", recording)  # the accountant's charging call
     X, y, facts = _sim(1500, np.random.default_rng(5))
     out = get("linreg", name)().run(TaskData(X, y), facts, 1.0, 1e-6, np.random.default_rng(2))
-    charged = sorted(row[1] for row in out.ledger if lu.BR_NOTE in row[3])
+    charged = sorted(row[1] for row in out.ledger if BR_NOTE in row[3])
     assert calls and all(s == 1.0 and not mono for _, s, mono in calls)
     assert sorted(e**2 / 8.0 for e, _, _ in calls) == pytest.approx(charged, rel=1e-12)
 

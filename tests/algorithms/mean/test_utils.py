@@ -19,6 +19,7 @@ from dpstats.algorithms.mean.adaptive import tail_count, widen_factor
 from dpstats.data.instance import PublicFacts
 from dpstats.privacy.accounting import ZCDPAccountant, em_rho, zcdp_epsilon
 from dpstats.privacy.mechanisms import grid_quantile_scores, range_grid
+from dpstats.privacy.quantiles import private_grid_index
 
 
 def _neighbours(X: np.ndarray, candidates: np.ndarray):
@@ -87,7 +88,7 @@ def test_exponential_epsilon_round_trip_and_ledger():
     acc = ZCDPAccountant(1.0, 1e-6)
     e = acc.em_epsilon(acc.rho / 4, bound="bounded_range")
     for _ in range(4):
-        U.grid_quantile(acc, "exp", VALUES, 3, np.arange(8.0), e, np.random.default_rng(0))
+        private_grid_index(VALUES, np.arange(8.0), e, np.random.default_rng(0), acc=acc, mechanism="exp", rank=3)
     assert acc.exhausted()
     _check_em_ledger(acc, e, 4)
     assert all("exponential mechanism" in s.note for s in acc.ledger)  # what the calibration tests look for
@@ -178,7 +179,7 @@ def test_score_draws_follow_exp_eps_score_over_two(which):
         grid = np.array([-1.0, 0.5, 1.0, 2.0, 3.0, 8.0])
         scores = grid_quantile_scores(VALUES, grid, rank=3)
         acc = _big_accountant()
-        draws = [U.grid_quantile(acc, "q", VALUES, 3, grid, eps, rng) for _ in range(reps)]
+        draws = [grid[private_grid_index(VALUES, grid, eps, rng, acc=acc, mechanism="q", rank=3)] for _ in range(reps)]
     else:
         grid = np.array([0.0, 0.5, 1.5, 2.0, 5.0, 8.0])
         scores = U.tail_scale_scores(VALUES, 2.0, None, grid)

@@ -68,7 +68,7 @@ import numpy as np
 import pytest
 
 import dpstats.algorithms.sce._utils as sce_utils
-from dpstats.privacy import accounting, mechanisms
+from dpstats.privacy import accounting, mechanisms, quantiles
 from dpstats.algorithms import Decline, Release, get
 from dpstats.privacy.accounting import PrivacyLeakWarning, zcdp_rho
 from tests.noise_spy import RecordingGenerator
@@ -227,13 +227,13 @@ def spy(monkeypatch):
     # the sce mechanisms run through the charging call acc.exponential, which looks the mechanism up here
     monkeypatch.setattr(accounting, "exponential_mechanism", s)
     monkeypatch.setattr(mechanisms, "exponential_mechanism", s)
-    real_gqi = sce_utils.grid_quantile_index
+    real_gqi = quantiles.private_grid_index
     real_pmi = sce_utils.private_median_interval
     real_pwm = sce_utils.private_widened_median
 
-    def gqi(x, q, grid, epsilon, rng, **charge):
+    def gqi(x, grid, epsilon, rng, *, q=None, **charge):
         s.expected.append((_grid_scores(x, q, grid), None))
-        return real_gqi(x, q, grid, epsilon, rng, **charge)
+        return real_gqi(x, grid, epsilon, rng, q=q, **charge)
 
     def pmi(x, lo, hi, epsilon, rng, q=0.5, **charge):
         s.expected.append(_smith(x, lo, hi, q))
@@ -243,7 +243,9 @@ def spy(monkeypatch):
         s.expected.append(_widened(x, lo, hi, width))
         return real_pwm(x, lo, hi, width, epsilon, rng, **charge)
 
-    monkeypatch.setattr(sce_utils, "grid_quantile_index", gqi)
+    # private_grid_cell looks private_grid_index up in its module; the sce modules that import the index call
+    monkeypatch.setattr(quantiles, "private_grid_index", gqi)
+    monkeypatch.setattr(sce_utils, "private_grid_index", gqi)
     for mod in [sce_utils] + [importlib.import_module(n) for n in algorithms.BUILTIN_MODULES if ".sce." in n]:
         for name, wrapper in (("private_median_interval", pmi), ("private_widened_median", pwm)):
             if hasattr(mod, name):
