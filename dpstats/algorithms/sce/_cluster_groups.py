@@ -54,10 +54,14 @@ def cluster_groups(labels: np.ndarray, J: int) -> np.ndarray:
     """
     if J < 1:
         raise ValueError(f"J must be at least 1, got {J}")
-    lab = np.asarray(labels).reshape(-1)
-    uniq, inv = np.unique(lab, return_inverse=True)
-    codes = np.array([zlib.crc32(_label_key(v)) % J for v in uniq.tolist()], dtype=np.int64)
-    return codes[inv.reshape(-1)]
+    group: dict[bytes, int] = {}
+    out = np.empty(np.asarray(labels).size, dtype=np.int64)
+    for i, v in enumerate(np.asarray(labels, dtype=object).reshape(-1).tolist()):
+        key = _label_key(v)
+        if key not in group:
+            group[key] = zlib.crc32(key) % J
+        out[i] = group[key]
+    return out
 
 
 def noisy_cluster_count(labels: np.ndarray, acc: Accountant, rho: float,
@@ -68,8 +72,7 @@ def noisy_cluster_count(labels: np.ndarray, acc: Accountant, rho: float,
     row (and the count 1 if it was its only row) while its new label may be
     new (adding 1), so the count moves by at most 1 either way.
     """
-    lab = np.asarray(labels).reshape(-1)
-    count = float(np.unique([_label_key(v) for v in np.unique(lab).tolist()]).size)
+    count = float(len({_label_key(v) for v in np.asarray(labels, dtype=object).reshape(-1).tolist()}))
     sigma = 1.0 / math.sqrt(2.0 * rho)
     noisy = acc.gaussian("Gaussian count of clusters", count, sensitivity=1.0, sigma=sigma, rng=rng,
                          note="distinct cluster labels; a replaced row leaves one cluster and may start another")

@@ -43,6 +43,9 @@ def test_a_row_s_group_depends_on_its_own_label_only():
     assert cluster_groups(np.array([250, 99, 1, 3]), 8)[3] == g[0]
     s = cluster_groups(np.array(["s01", "s02", "s01"]), 5)
     assert s[0] == s[2] and cluster_groups(np.array(["s01"]), 5)[0] == s[0]
+    # labels of mixed types (a column of object dtype): 2 and 2.0 are one label
+    mixed = cluster_groups(np.array(["a", 2, 2.0, "b"], dtype=object), 6)
+    assert mixed[1] == mixed[2] and mixed[0] == cluster_groups(np.array(["a"]), 6)[0]
     # labels spread over the groups
     assert np.bincount(cluster_groups(np.arange(4000), 8), minlength=8).min() > 400
 
