@@ -272,9 +272,9 @@ def private_coef(data: Any, formula: str, coef: str, epsilon: float, delta: floa
         Three groups need about 24 clusters plus three noise sd of the count
         (about 120 clusters at ``epsilon=1``, 60 at 3, 36 at 10); with
         fewer the interval is infinite and says "too few clusters". Methods
-        without such an interval refuse
-        ``cluster=`` and say what their interval covers instead. The privacy
-        guarantee still protects one row, not a whole cluster.
+        without such an interval refuse ``cluster=`` and say what their
+        interval covers instead. The privacy guarantee still protects one
+        row, not a whole cluster.
 
     Returns
     -------
