@@ -237,6 +237,7 @@ class SynthEstimate(Algorithm):
         # 2. ranges that are not public: paid, range_share of the capacity split over those columns
         missing = [v for v in synthesized if v.kind == "numeric" and v.bounds is None]
         ranges: dict[str, tuple[float, float]] = {}
+        c: float | Column  # a paid centre below, then a schema column in the clipping loop
         if missing:
             share = float(self.params["range_share"])
             if not 0 < share < 1 or share + (float(self.params["privtree_share"])

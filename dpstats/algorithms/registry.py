@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from dpstats.algorithms.base import INTERPRETATIONS, TASKS, Algorithm, PublicFacts, Release
+from dpstats.algorithms.base import INTERPRETATIONS, TASKS, Algorithm, Outcome, PublicFacts, Release, TaskData
 
 __all__ = [
     "register",
@@ -62,7 +62,8 @@ def coefficient_of(linreg_cls: type[Algorithm], name: str | None = None) -> type
     if linreg_cls.task != "linreg":
         raise ValueError("coefficient_of takes a linreg algorithm")
 
-    def _run(self: Algorithm, data, facts: PublicFacts, epsilon, delta, rng):
+    def _run(self: Algorithm, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Outcome:
         inner = linreg_cls(**self.params)
         out = inner._run(data, facts, epsilon, delta, rng)
         if isinstance(out, Release):

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -203,7 +203,7 @@ class Basis:
     groups: tuple[np.ndarray, ...]
     y_center: float = 0.0
     y_half: float = 1.0
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
 
     @property
     def d(self) -> int:
@@ -223,7 +223,7 @@ class Basis:
         Z = np.array(X, dtype=float, copy=True)
         if self.intercept is not None:
             Z -= np.outer(X[:, self.intercept], self.center)
-        return Z / self.half
+        return cast(np.ndarray, Z / self.half)
 
     def transform_y(self, y: np.ndarray) -> np.ndarray:
         return (np.asarray(y, dtype=float) - self.y_center) / self.y_half
@@ -242,7 +242,7 @@ class Basis:
     def coef_to_raw(self, theta: np.ndarray) -> np.ndarray:
         """Coefficients of the raw columns from coefficients ``theta`` of ``u`` on ``z``."""
         theta = np.asarray(theta, dtype=float)
-        beta = self.y_half * theta / self.half
+        beta: np.ndarray = self.y_half * theta / self.half
         if self.intercept is not None:
             j = self.intercept
             others = np.arange(self.d) != j
@@ -252,7 +252,7 @@ class Basis:
     def raw_to_coef(self, beta: np.ndarray) -> np.ndarray:
         """Inverse of :meth:`coef_to_raw`."""
         beta = np.asarray(beta, dtype=float)
-        theta = beta * self.half / self.y_half
+        theta: np.ndarray = beta * self.half / self.y_half
         if self.intercept is not None:
             j = self.intercept
             others = np.arange(self.d) != j

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from scipy import linalg
@@ -163,12 +164,12 @@ def solve_floor(H: np.ndarray, b: np.ndarray, floor: float) -> np.ndarray:
     """Solve ``H beta = b`` after raising the eigenvalues of symmetric ``H`` to at least ``floor`` (> 0)."""
     lam, V = linalg.eigh((H + H.T) / 2.0)
     lam = np.maximum(lam, floor)
-    return V @ ((V.T @ b) / lam)
+    return cast(np.ndarray, V @ ((V.T @ b) / lam))
 
 
 def ols(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Least squares (minimum-norm when rank deficient)."""
-    return np.linalg.lstsq(X, y, rcond=None)[0]
+    return cast(np.ndarray, np.linalg.lstsq(X, y, rcond=None)[0])
 
 
 def block_ols(X: np.ndarray, y: np.ndarray, blocks: np.ndarray, rtol: float = 1e-11) -> tuple[np.ndarray, np.ndarray]:

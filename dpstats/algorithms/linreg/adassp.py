@@ -36,11 +36,11 @@ sigma_l sqrt(log(6/delta)))``, written with our noise scales.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
+from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, TaskData
 from dpstats.algorithms.linreg._basis import BASIS_DETAILS, Structure, enforce_structure, standardised_problem
 from dpstats.algorithms.linreg._private_ranges import private_norm_bound, scale_quantile
 from dpstats.algorithms.linreg._ssp import gram_pattern, upper_to_sym
@@ -205,8 +205,9 @@ class AdaSSP(Algorithm):
         "sigma_lambda": "paid statistic: noise scale from the row bound (`bound on ||x_free||`) and the budget",
     }
 
-    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
-        X, y = data.X, data.y
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Outcome:
+        X, y = data.X, cast(np.ndarray, data.y)
         acc = ZCDPAccountant(epsilon, delta)
         S = Structure.from_facts(facts, X.shape[1])
         need = S.free.size > 0 or S.y_bounds is None
@@ -231,10 +232,11 @@ class AdaSSPDataBounds(Algorithm):
     interpretation = "data-bounds"
     summary = "AdaSSP with ||x|| and |y| bounds read from the data (reference code); not DP"
     defaults = {"rho_fail": Param(0.05, "paper §4 and reference code default")}
-    public_details: dict[str, str] = {}  # every noise scale is a function of the data maxima: no details
+    public_details: ClassVar[dict[str, str]] = {}  # every noise scale is a function of the data maxima: no details
 
-    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
-        X, y = data.X, data.y
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Outcome:
+        X, y = data.X, cast(np.ndarray, data.y)
         acc = GDPAccountant(epsilon, delta)
         B2 = float(np.max(np.sum(X * X, axis=1)))
         By = float(np.max(np.abs(y)))
@@ -278,8 +280,9 @@ class AdaSSPStd(Algorithm):
         "sigma_lambda": "public fact: noise scale from the public row bound of the standardised basis and the budget",
     }
 
-    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
-        X, y = data.X, data.y
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Outcome:
+        X, y = data.X, cast(np.ndarray, data.y)
         acc = ZCDPAccountant(epsilon, delta)
         S, basis, Z, u = standardised_problem(X, y, facts, acc, rng, self.params["range_fraction"], self.params["k_sd"])
         D = basis.norm2_bound()

@@ -26,11 +26,11 @@ coefficients.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
+from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, TaskData
 from dpstats.algorithms.linreg._basis import BASIS_DETAILS, Structure, standardised_problem
 from dpstats.algorithms.linreg.adassp import RAW_BOUNDS_DETAILS, raw_bounds
 from dpstats.algorithms.registry import coefficient_of, register
@@ -98,8 +98,9 @@ class DPGD(Algorithm):
     }
     public_details = {**RAW_BOUNDS_DETAILS, "sigma": "public fact: 2 clip / sqrt(2 rho_step), clip a hyperparameter"}
 
-    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
-        X, y = data.X, data.y
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Outcome:
+        X, y = data.X, cast(np.ndarray, data.y)
         acc = ZCDPAccountant(epsilon, delta)
         S = Structure.from_facts(facts, X.shape[1])
         need = S.free.size > 0 or S.y_bounds is None
@@ -128,8 +129,9 @@ class DPGDStd(Algorithm):
     }
     public_details = {**BASIS_DETAILS, "sigma": "public fact: 2 clip / sqrt(2 rho_step), clip a hyperparameter"}
 
-    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
-        X, y = data.X, data.y
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Outcome:
+        X, y = data.X, cast(np.ndarray, data.y)
         acc = ZCDPAccountant(epsilon, delta)
         S, basis, Z, u = standardised_problem(X, y, facts, acc, rng, self.params["range_fraction"], self.params["k_sd"])
         rD = math.sqrt(basis.norm2_bound())

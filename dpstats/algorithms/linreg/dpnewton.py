@@ -61,19 +61,20 @@ Hessian of the objective the steps minimise (no overshoot from a mismatch).
 from __future__ import annotations
 
 import math
+from typing import Any, cast
 
 import numpy as np
 from scipy import linalg
 
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
-from dpstats.algorithms.linreg._basis import BASIS_DETAILS, Structure, enforce_structure, private_basis
+from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, TaskData
+from dpstats.algorithms.linreg._basis import BASIS_DETAILS, Basis, Structure, enforce_structure, private_basis
 from dpstats.algorithms.linreg._private_ranges import (
     SIGNED_GRID,
     private_median_midpoint,
     private_norm_bound,
     scale_quantile,
 )
-from dpstats.algorithms.linreg._ssp import gram_pattern, release_ssp, ssp_calibration
+from dpstats.algorithms.linreg._ssp import SSPCalibration, gram_pattern, release_ssp, ssp_calibration
 from dpstats.algorithms.registry import coefficient_of, register
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon, em_rho
 
@@ -103,7 +104,8 @@ def box_width(n: int, d: int, rho_gram: float, c: float = 0.01, lo: float = 3.0,
 EDGE_Y_LIMIT = 0.002
 
 
-def box_edge_guard(Z: np.ndarray, u: np.ndarray, S, acc: ZCDPAccountant, rho: float, rng: np.random.Generator,
+def box_edge_guard(Z: np.ndarray, u: np.ndarray, S: Structure, acc: ZCDPAccountant, rho: float,
+                   rng: np.random.Generator,
                    grad: np.ndarray | None = None, C: float = math.inf, limit: float = 0.02,
                    grad_limit: float = 0.05) -> bool:
     """Whether a private range clipped too many rows: a released count per privately scaled column and ``y``.
@@ -133,6 +135,7 @@ def box_edge_guard(Z: np.ndarray, u: np.ndarray, S, acc: ZCDPAccountant, rho: fl
     if rho <= 0 or (not cols and grad is None):
         return False
     n = Z.shape[0]
+    counts: list[float] | np.ndarray  # a list of counts, then their array
     counts = [float(np.sum(np.abs(c) >= 1.0 - 1e-12)) for c in cols]
     limits = [limit] * len(counts)
     if S.y_bounds is None:
@@ -148,7 +151,7 @@ def box_edge_guard(Z: np.ndarray, u: np.ndarray, S, acc: ZCDPAccountant, rho: fl
     return bool(np.any(noisy / n > np.array(limits) + 3.0 * sig / n))
 
 
-def basis_failed(H: np.ndarray, b: np.ndarray, S, n: int, sigma_xx: float, sigma_xy: float, k_sd: float,
+def basis_failed(H: np.ndarray, b: np.ndarray, S: Structure, n: int, sigma_xx: float, sigma_xy: float, k_sd: float,
                  y_away: np.ndarray | None, centre_limit: float = 0.3, edge_limit: float = 0.5,
                  away_limit: float = 0.1, side_limit: float = 0.1) -> list[str]:
     """Which signs of a failed private standardisation the released statistics show (the point guard).
@@ -252,7 +255,7 @@ def newton_meat(W: np.ndarray, r: np.ndarray, wn: np.ndarray, C: float, sigma: f
     ev, V = np.linalg.eigh(M)
     ev = np.maximum(ev, 0.0) + 2.0 * sig_M * math.sqrt(d)
     extra = (1.0 + (1.0 if steps > 1 else 0.0)) * sigma**2
-    return (V * (ev + extra)) @ V.T
+    return cast(np.ndarray, (V * (ev + extra)) @ V.T)
 
 
 @register
@@ -314,9 +317,10 @@ class DPNewton(Algorithm):
                     "centre of y` (see guard); the release is the intercept-only model",
     }
 
-    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Outcome:
         p = self.params
-        X, y = data.X, data.y
+        X, y = data.X, cast(np.ndarray, data.y)
         n, d = X.shape
         acc = ZCDPAccountant(epsilon, delta)
         S = Structure.from_facts(facts, d)
@@ -333,6 +337,7 @@ class DPNewton(Algorithm):
         D = basis.norm2_bound()
         cal = ssp_calibration(D, D, 1.0, 1.0, p["gram_fraction"] * acc.rho)
         H, b = release_ssp(Z, u, gram_pattern(d, S.groups), cal, acc, "Z'Z and Z'u (joint Gaussian)", rng)
+        assert b is not None  # release_ssp returns Z'u whenever u is given
         lam = p["ridge"] * cal.sigma_xx * math.sqrt(d)
         eps_c = em_epsilon(p["clip_fraction"] * acc.rho, bound="bounded_range")
         T = int(p["steps"])
@@ -429,7 +434,8 @@ class DPNewton(Algorithm):
         return self.release(beta, acc, std_error=se, df=float(max(n - d, 1)), bias_bound=bias, **details,
                             interval_check=check)
 
-    def _fallback(self, y, S, acc, rng, n, d, guard, lam, qc, k_sd, cal, basis):
+    def _fallback(self, y: np.ndarray, S: Structure, acc: ZCDPAccountant, rng: np.random.Generator, n: int, d: int,
+                  guard: list[str], lam: float, qc: float, k_sd: float, cal: SSPCalibration, basis: Basis) -> Outcome:
         """The guard's release: the intercept-only model at a private median of ``y``, an infinite interval.
 
         The rest of the budget goes to one tie-robust grid exponential
@@ -447,7 +453,7 @@ class DPNewton(Algorithm):
         # 2^36, and 0 is the safer intercept (a public rule on n and the budget)
         if S.intercept is not None and eps_m * n / 4.0 >= math.log(SIGNED_GRID.size) + 2.0:
             beta[S.intercept] = med
-        interval = {}
+        interval: dict[str, Any] = {}
         if float(self.params["se_share"]) > 0:
             interval = dict(std_error=np.full(d, np.inf), df=float(max(n - d, 1)), bias_bound=np.zeros(d))
         return self.release(beta, acc, **interval, ridge=lam, clip_quantile=qc, k_sd=k_sd,

@@ -31,9 +31,11 @@ exponential mechanism is ``eps_j``-DP and ``eps_j``-bounded-range
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
+from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, TaskData
 from dpstats.algorithms.linreg._basis import BASIS_DETAILS, Structure, enforce_structure, private_basis
 from dpstats.algorithms.linreg._private_ranges import SIGNED_GRID, private_median_midpoint
 from dpstats.algorithms.linreg._ssp import block_ols
@@ -80,8 +82,9 @@ class SubsampleAggregateMedian(Algorithm):
     }
     public_details = {**BASIS_DETAILS, "m": "public fact: number of blocks, n // block rows"}
 
-    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
-        X, y = data.X, data.y
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Outcome:
+        X, y = data.X, cast(np.ndarray, data.y)
         n, d = X.shape
         acc = ZCDPAccountant(epsilon, delta)
         S = Structure.from_facts(facts, d)

@@ -26,10 +26,11 @@ estimator (Vu and Slavkovic 2009; Foulds et al. 2016; Wang 2018 §3).
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
+from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, TaskData
 from dpstats.algorithms.linreg._basis import BASIS_DETAILS, Structure, standardised_problem
 from dpstats.algorithms.linreg._ssp import gram_pattern, release_ssp, solve_floor, ssp_calibration
 from dpstats.algorithms.linreg.adassp import RAW_BOUNDS_DETAILS, raw_bounds
@@ -45,7 +46,9 @@ _CITATION = (
 )
 
 
-def _ssp_release(Z, u, B2, q4, By, acc: ZCDPAccountant, rng, mask=None, ratio=None):
+def _ssp_release(Z: np.ndarray, u: np.ndarray, B2: float, q4: float, By: float, acc: ZCDPAccountant,
+                 rng: np.random.Generator, mask: np.ndarray | None = None,
+                 ratio: float | None = None) -> tuple[np.ndarray, dict[str, float]]:
     """Spend the remaining budget on one joint release; return the solution and details."""
     d = Z.shape[1]
     if mask is None:
@@ -55,6 +58,7 @@ def _ssp_release(Z, u, B2, q4, By, acc: ZCDPAccountant, rng, mask=None, ratio=No
         ratio = math.sqrt(2.0) * By / math.sqrt(B2)
     cal = ssp_calibration(B2, q4, By, ratio, acc.remaining)
     H, b = release_ssp(Z, u, mask, cal, acc, "X'X and X'y (joint Gaussian)", rng)
+    assert b is not None  # release_ssp returns Z'u whenever u is given
     theta = solve_floor(H, b, cal.sigma_xx)
     return theta, {"sigma_xx": cal.sigma_xx, "sigma_xy": cal.sigma_xy}
 
@@ -78,8 +82,9 @@ class SSP(Algorithm):
         "sigma_xy": "paid statistic: noise scale from the bounds (`bound on ||x_free||`, `bound on |y|`) and the budget",
     }
 
-    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
-        X, y = data.X, data.y
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Outcome:
+        X, y = data.X, cast(np.ndarray, data.y)
         acc = ZCDPAccountant(epsilon, delta)
         S = Structure.from_facts(facts, X.shape[1])
         need = S.free.size > 0 or S.y_bounds is None
@@ -108,8 +113,9 @@ class SSPStd(Algorithm):
         "sigma_xy": "public fact: noise scale from the public row bound of the standardised basis and the budget",
     }
 
-    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
-        X, y = data.X, data.y
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Outcome:
+        X, y = data.X, cast(np.ndarray, data.y)
         acc = ZCDPAccountant(epsilon, delta)
         S, basis, Z, u = standardised_problem(X, y, facts, acc, rng, self.params["range_fraction"], self.params["k_sd"])
         D = basis.norm2_bound()

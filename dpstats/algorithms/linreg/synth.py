@@ -14,6 +14,6 @@ from dpstats.algorithms.registry import coefficient_of, register
 CLASSES = [register(cls) for cls in make_classes("linreg")]
 SCE_CLASSES = [coefficient_of(cls) for cls in CLASSES]
 for _lin, _sce in zip(CLASSES, SCE_CLASSES, strict=True):
-    _sce.opt_in = _lin.opt_in  # type: ignore[attr-defined]
+    _sce.opt_in = _lin.opt_in
 
 __all__ = ["CLASSES", "SCE_CLASSES"]

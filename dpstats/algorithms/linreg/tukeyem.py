@@ -46,11 +46,11 @@ Two entries:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
+from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, TaskData
 from dpstats.algorithms.linreg._ssp import block_ols
 from dpstats.algorithms.registry import coefficient_of, register
 from dpstats.privacy.accounting import PureAccountant
@@ -85,7 +85,7 @@ def log_depth_volumes(sorted_proj: np.ndarray) -> np.ndarray:
     top = int(math.ceil(m / 2))
     widths = sorted_proj[:, ::-1][:, :top] - sorted_proj[:, :top]
     with np.errstate(divide="ignore"):
-        return np.sum(np.log(np.maximum(widths, 0.0)), axis=0)
+        return cast(np.ndarray, np.sum(np.log(np.maximum(widths, 0.0)), axis=0))
 
 
 def distance_lower_bound(logv: np.ndarray, t: int, eps2: float, delta: float, halve: bool = True) -> int:
@@ -159,6 +159,7 @@ def sample_depth_region(sorted_proj: np.ndarray, t: int, eps2: float, rng: np.ra
     c = 0.5 if halve else 1.0
     depths = np.arange(t, top + 1)
     logw = np.empty(depths.size)
+    i: int | np.integer[Any]  # a numpy integer in the loop, an int from the draw on
     for k, i in enumerate(depths):
         nxt = logv[i] if i < top else -math.inf
         logw[k] = _log_diff(logv[i - 1], nxt) + c * eps2 * i
@@ -186,7 +187,7 @@ def sample_depth_region(sorted_proj: np.ndarray, t: int, eps2: float, rng: np.ra
     pre = np.concatenate([[0.0], np.cumsum(lin)[:-1]])
     post = np.concatenate([np.cumsum(lout[::-1])[::-1][1:], [0.0]])
     logpieces = pre + ldiff + post
-    g = rng.gumbel(size=d)
+    g = cast(np.ndarray, rng.gumbel(size=d))
     jstar = int(np.argmax(np.where(np.isfinite(logpieces), logpieces + g, -np.inf)))
     for j in range(d):
         if j < jstar:
@@ -206,7 +207,8 @@ def sample_depth_region(sorted_proj: np.ndarray, t: int, eps2: float, rng: np.ra
     return point, i
 
 
-def _tukey(X, y, m, epsilon, delta, rng, reference: bool):
+def _tukey(X: np.ndarray, y: np.ndarray, m: int, epsilon: float, delta: float, rng: np.random.Generator,
+           reference: bool) -> tuple[np.ndarray | None, str, PureAccountant, dict[str, Any]]:
     """Shared body; returns (estimate or None, reason, accountant, details)."""
     n, d = X.shape
     acc = PureAccountant(epsilon, delta)
@@ -259,10 +261,12 @@ class TukeyEM(Algorithm):
         "threshold": "public fact: PTR threshold log(1 / (2 delta)) / eps_1",
     }
 
-    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Outcome:
         if delta <= 0:
             return self.decline("TukeyEM needs delta > 0 (propose-test-release)")
-        est, reason, acc, det = _tukey(data.X, data.y, int(self.params["m"]), epsilon, delta, rng, reference=False)
+        est, reason, acc, det = _tukey(data.X, cast(np.ndarray, data.y), int(self.params["m"]), epsilon, delta, rng,
+                                       reference=False)
         if est is None:
             return self.decline(reason, acc, **det)
         return self.release(est, acc, **det)
@@ -285,10 +289,12 @@ class TukeyEMRefCode(Algorithm):
     defaults = {"m": Param(1000, "reference code (run_experiment.py sweeps m from 1000 to 2000)")}
     public_details = TukeyEM.public_details
 
-    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Outcome:
         if delta <= 0:
             return self.decline("TukeyEM needs delta > 0 (propose-test-release)")
-        est, reason, acc, det = _tukey(data.X, data.y, int(self.params["m"]), epsilon, delta, rng, reference=True)
+        est, reason, acc, det = _tukey(data.X, cast(np.ndarray, data.y), int(self.params["m"]), epsilon, delta, rng,
+                                       reference=True)
         if est is None:
             return self.decline(reason, acc, **det)
         return self.release(est, acc, **det)

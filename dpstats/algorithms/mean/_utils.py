@@ -17,9 +17,11 @@ Values outside the prior are clipped, which costs accuracy, never privacy.
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
+from dpstats.algorithms.base import PublicFacts
 from dpstats.privacy.accounting import ZCDPAccountant
 from dpstats.privacy.quantiles import BR_NOTE
 
@@ -40,7 +42,7 @@ __all__ = [
 DEFAULT_RANGE = 1e6
 
 
-def prior_box(facts, default_range: float = DEFAULT_RANGE) -> tuple[np.ndarray, np.ndarray]:
+def prior_box(facts: PublicFacts, default_range: float = DEFAULT_RANGE) -> tuple[np.ndarray, np.ndarray]:
     """Public per-column ranges ``(lo, hi)``: ``facts.bounds`` where given, else ``[-R, R]``.
 
     Parameters
@@ -63,7 +65,7 @@ def prior_box(facts, default_range: float = DEFAULT_RANGE) -> tuple[np.ndarray, 
     return lo.astype(float), hi.astype(float)
 
 
-def prior_ball(facts, default_radius: float = DEFAULT_RANGE) -> tuple[np.ndarray, float]:
+def prior_ball(facts: PublicFacts, default_radius: float = DEFAULT_RANGE) -> tuple[np.ndarray, float]:
     """Public prior ball ``B(c, r)`` that contains every row allowed by the public facts.
 
     Columns with bounds contribute their midpoint and half-width, the others
@@ -113,7 +115,7 @@ def pair_differences(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     x = np.asarray(x, dtype=float).reshape(-1)
     m = x.size // 2
     perm = rng.permutation(x.size)
-    return np.abs(x[perm[0:m]] - x[perm[m : 2 * m]])
+    return cast(np.ndarray, np.abs(x[perm[0:m]] - x[perm[m : 2 * m]]))
 
 
 def clip_ball(Z: np.ndarray, center: np.ndarray, radius: float) -> tuple[np.ndarray, int]:
@@ -217,7 +219,7 @@ def tail_scale_scores(dev: np.ndarray, k: float, q: float | None, grid: np.ndarr
     # the cell below the first grid point: (-inf, g_0] when g_0 = 0, else (0, g_0]
     U_prev = np.concatenate([[float(srt.size) if grid[0] == 0 else N], U[:-1]])
     t = float(k) if q is None else min(float(k), (1.0 - q) * N)
-    return -np.maximum.reduce([np.zeros_like(U), t + 1.0 - U_prev, U - t])
+    return cast(np.ndarray, -np.maximum.reduce([np.zeros_like(U), t + 1.0 - U_prev, U - t]))
 
 
 def tail_scale(
@@ -245,7 +247,7 @@ def clipped_mean(X: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     Every clipped row lies in the box, so replacing one row moves the mean by
     at most ``||b - a||_2 / n`` in L2 (replace-one sensitivity).
     """
-    return np.clip(X, a[None, :], b[None, :]).mean(axis=0)
+    return cast(np.ndarray, np.clip(X, a[None, :], b[None, :]).mean(axis=0))
 
 
 def ball_mean(Z: np.ndarray, center: np.ndarray, radius: float) -> np.ndarray:
@@ -254,7 +256,7 @@ def ball_mean(Z: np.ndarray, center: np.ndarray, radius: float) -> np.ndarray:
     Projected rows lie in a set of diameter ``2 radius``, so replacing one row
     moves the mean by at most ``2 radius / n`` in L2 (replace-one sensitivity).
     """
-    return clip_ball(Z, np.asarray(center, dtype=float), float(radius))[0].mean(axis=0)
+    return cast(np.ndarray, clip_ball(Z, np.asarray(center, dtype=float), float(radius))[0].mean(axis=0))
 
 
 def augmented_second_moment(Zc: np.ndarray) -> np.ndarray:
@@ -268,4 +270,4 @@ def augmented_second_moment(Zc: np.ndarray) -> np.ndarray:
     """
     n, d = Zc.shape
     A = np.hstack([Zc, np.ones((n, 1))])
-    return (A.T @ A / n)[np.triu_indices(d + 1)]
+    return cast(np.ndarray, (A.T @ A / n)[np.triu_indices(d + 1)])

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any, cast
 
 import numpy as np
 from scipy import stats
 
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts, Release, TaskData
 from dpstats.algorithms.mean._utils import (
     DEFAULT_RANGE,
     augmented_second_moment,
@@ -182,8 +183,8 @@ def range_failed(m2: np.ndarray, sig: float, limit: float = 0.35) -> np.ndarray:
     return np.asarray(m2, dtype=float) > limit + 3.0 * sig
 
 
-def point_guard(out, center: np.ndarray, half: np.ndarray, find: np.ndarray, prior: np.ndarray,
-                hopeless: bool, noise_z: np.ndarray | None = None):
+def point_guard(out: Release, center: np.ndarray, half: np.ndarray, find: np.ndarray, prior: np.ndarray,
+                hopeless: bool, noise_z: np.ndarray | float | None = None) -> Release:
     """The point guard of ``adaptive_whiten`` (post-processing of released values and public facts only).
 
     1. **Clamp.** Each coordinate of the release is clamped to its released
@@ -290,7 +291,8 @@ def tail_rows(noisy_count: np.ndarray | float, sig_c: float, kstar: float) -> np
 
 def beyond_box(X: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Per column, the number of rows outside ``[lo, hi]`` (a row moves each count by at most 1)."""
-    return np.sum((X < lo) | (X > hi), axis=0).astype(float)  # noqa: SIM300 (X is an array, not a constant)
+    return cast(np.ndarray,
+                np.sum((X < lo) | (X > hi), axis=0).astype(float))  # noqa: SIM300 (X is an array, not a constant)
 
 
 def beyond_ball(U: np.ndarray, center: np.ndarray, radius: float) -> float:
@@ -298,8 +300,9 @@ def beyond_ball(U: np.ndarray, center: np.ndarray, radius: float) -> float:
     return float(np.sum(np.linalg.norm(U - center, axis=1) > radius))
 
 
-def clipping_excess(X: np.ndarray, center: np.ndarray, half: np.ndarray, stretch: float, acc, fraction: float,
-                    rng: np.random.Generator, kstar: float = 0.5) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+def clipping_excess(X: np.ndarray, center: np.ndarray, half: np.ndarray, stretch: float, acc: ZCDPAccountant,
+                    fraction: float, rng: np.random.Generator,
+                    kstar: float = 0.5) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     """Private mean of what clipping to ``center +- half`` removes, within a box ``stretch`` times wider.
 
     Row ``i`` contributes ``e_i = clip(x_i, c -+ s h) - clip(x_i, c -+ h)``, in
@@ -347,7 +350,7 @@ def clipping_excess(X: np.ndarray, center: np.ndarray, half: np.ndarray, stretch
     return out, sig, far, rows
 
 
-def ball_excess(U: np.ndarray, cu: np.ndarray, R: float, stretch: float, acc, fraction: float,
+def ball_excess(U: np.ndarray, cu: np.ndarray, R: float, stretch: float, acc: ZCDPAccountant, fraction: float,
                 rng: np.random.Generator, kstar: float = 0.5) -> tuple[np.ndarray, float, bool, float]:
     """Private mean of what the whitened ball ``B(cu, R)`` removes, within a ball ``stretch`` times wider.
 
@@ -379,8 +382,11 @@ def ball_excess(U: np.ndarray, cu: np.ndarray, R: float, stretch: float, acc, fr
             float(tail_rows(count, sig_c, kstar)))
 
 
-def _box_release(algo, X, center, half, acc, rng, *, se_share=0.0, find=None, kstar=0.5, var_z=None, stretch=3.0,
-                 second=None, second_sig=0.0, noise_out=None, **details):
+def _box_release(algo: Algorithm, X: np.ndarray, center: np.ndarray, half: np.ndarray, acc: ZCDPAccountant,
+                 rng: np.random.Generator, *, se_share: float = 0.0, find: np.ndarray | None = None,
+                 kstar: float = 0.5, var_z: np.ndarray | None = None, stretch: float = 3.0,
+                 second: np.ndarray | None = None, second_sig: float = 0.0, noise_out: dict[str, float] | None = None,
+                 **details: Any) -> Release:
     """Gaussian mean of the rows clipped to the box ``center +- half`` with the remaining budget.
 
     Degenerate columns (``half == 0``: a public constant, or a private range
@@ -433,6 +439,7 @@ def _box_release(algo, X, center, half, acc, rng, *, se_share=0.0, find=None, ks
         var_z[live] = n / max(n - 1, 1) * np.maximum(m2 - noisy * noisy, 0.0) + sig_v  # one noise sd: errs wide
     edge = np.zeros(d, bool)
     if m2 is not None:
+        assert sig_v is not None  # m2 and sig_v are set together (share_v > 0)
         edge[live] = range_failed(m2, sig_v)
     elif second is not None:
         edge = range_failed(second, second_sig)
@@ -475,7 +482,8 @@ class AdaptiveClip(Algorithm):
     }
     public_details = dict(_BOX_DETAILS)
 
-    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Release:
         X = data.X
         n, d = X.shape
         p = self.params
@@ -573,7 +581,8 @@ class AdaptiveWhiten(Algorithm):
                  "column`, `upper scale, column`) and public facts (n, the budget, the bounds)",
     }
 
-    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Release:
         X = data.X
         n, d = X.shape
         p = self.params
@@ -598,9 +607,9 @@ class AdaptiveWhiten(Algorithm):
             )
         center, half = (a + b) / 2.0, (b - a) / 2.0
         prior = (lo + hi) / 2.0
-        noise: dict = {}
+        noise: dict[str, float] = {}
 
-        def guarded(out, noise_z=None):
+        def guarded(out: Release, noise_z: np.ndarray | None = None) -> Release:
             if not p["guard"]:
                 return out
             return point_guard(out, center, half, find, prior, hopeless,

@@ -40,10 +40,11 @@ replace-one sensitivity, which is 2, not 1 (see :func:`stable_covariance`).
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
+from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, TaskData
 from dpstats.algorithms.registry import register
 from dpstats.privacy.accounting import PureAccountant
 
@@ -85,7 +86,7 @@ def _rescaled_leverage(Yu: np.ndarray, cnt: np.ndarray, m: int) -> np.ndarray | 
     except np.linalg.LinAlgError:
         return None
     W = Yu @ np.linalg.inv(L).T  # rows y' L^{-T}: squared norm y' G^{-1} y
-    return m * np.sum(W * W, axis=1)
+    return cast(np.ndarray, m * np.sum(W * W, axis=1))
 
 
 def stable_covariance(Y: np.ndarray, lambda0: float, k: int) -> tuple[np.ndarray, int, np.ndarray]:
@@ -262,7 +263,8 @@ class BHSAffine(Algorithm):
         "ptr_threshold": "public fact: PTR threshold from k, epsilon and delta",
     }
 
-    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Outcome:
         X = data.X
         n, d = X.shape
         acc = PureAccountant(epsilon, delta)
@@ -299,7 +301,7 @@ class BHSAffine(Algorithm):
             if not (z + r.laplace(0.0, sens / eps_t) < T):
                 return None
             lam_, V = np.linalg.eigh((Sigma + Sigma.T) / 2.0)
-            return mu + V @ (np.sqrt(np.maximum(lam_, 0.0) * c2) * r.standard_normal(d))
+            return cast(np.ndarray, mu + V @ (np.sqrt(np.maximum(lam_, 0.0) * c2) * r.standard_normal(d)))
 
         out = acc.measurement(
             "bhs23 (PTR eps/3, delta/6; Gaussian 2eps/3, 5delta/6)", ptr_release, epsilon=epsilon, delta=delta,

@@ -11,9 +11,11 @@ is known exactly.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts, Release, TaskData
 from dpstats.algorithms.mean._utils import clipped_mean
 from dpstats.algorithms.registry import register
 from dpstats.privacy.accounting import GDPAccountant
@@ -43,9 +45,10 @@ class ClipDataBounds(Algorithm):
     defaults = {
         "widen": Param(0.0, "ours: relative widening of the data range (0 keeps [min, max])"),
     }
-    public_details: dict[str, str] = {}  # the bounds are read from the data: no details
+    public_details: ClassVar[dict[str, str]] = {}  # the bounds are read from the data: no details
 
-    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Release:
         X = data.X
         n, d = X.shape
         acc = GDPAccountant(epsilon, delta)

@@ -19,7 +19,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts, Release, TaskData
 from dpstats.algorithms.mean._utils import (
     DEFAULT_RANGE,
     ball_mean,
@@ -58,7 +58,7 @@ def coinpress_iterate(
     acc: ZCDPAccountant,
     rng: np.random.Generator,
     beta: float = 0.01,
-) -> tuple[np.ndarray, list[dict]]:
+) -> tuple[np.ndarray, list[dict[str, float]]]:
     """Run the CoinPress mean iterations on ``Z`` from the public ball ``B(center, radius)``.
 
     Step ``t`` (reference code ``multivariate_mean_step``): with
@@ -128,7 +128,8 @@ class CoinPress(Algorithm):
                  "(the count of clipped rows is not reported)",
     }
 
-    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Release:
         acc = ZCDPAccountant(epsilon, delta)
         center, radius = prior_ball(facts, float(self.params["default_radius"]))
         rhos = coinpress_schedule(int(self.params["t"]), float(self.params["first_share"])) * acc.rho
@@ -178,7 +179,8 @@ class CoinPressScaled(Algorithm):
                  "`scale quantile col` releases, n, d and the budget",
     }
 
-    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Release:
         X = data.X
         n, d = X.shape
         acc = ZCDPAccountant(epsilon, delta)

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
+from dpstats.algorithms.base import Algorithm, Param, PublicFacts, Release, TaskData
 from dpstats.algorithms.mean._utils import (
     DEFAULT_RANGE,
     clipped_mean,
@@ -113,7 +113,8 @@ class KarwaVadhanClip(Algorithm):
         "scales": "paid statistic: `kv scale col`",
     }
 
-    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator):
+    def _run(self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float,
+             rng: np.random.Generator) -> Release:
         X = data.X
         n, d = X.shape
         acc = ZCDPAccountant(epsilon, delta)

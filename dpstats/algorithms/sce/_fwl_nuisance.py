@@ -30,7 +30,9 @@ mechanism, ``Delta^2/(2 sigma^2)`` for the Gaussian Gram or pair scatter.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -58,7 +60,7 @@ from dpstats.privacy.quantiles import private_grid_cell
 __all__ = ["Partialled", "STAGE1_DETAILS", "absorbed_block", "nuisance_spread", "partial_out"]
 
 
-def _design_columns(facts, d: int) -> tuple[list[int], int | None]:
+def _design_columns(facts: Any, d: int) -> tuple[list[int], int | None]:
     """Control columns (excluding an intercept) and the intercept's index.
 
     For weighted instances the "intercept" column holds ``sqrt(weight)`` and is
@@ -77,7 +79,7 @@ def _design_columns(facts, d: int) -> tuple[list[int], int | None]:
     return controls, icpt
 
 
-def absorbed_block(facts, controls: list[int], min_levels: int, sole_levels: int = 0) -> list[int]:
+def absorbed_block(facts: Any, controls: list[int], min_levels: int, sole_levels: int = 0) -> list[int]:
     """Columns of the categorical term to absorb by within-group demeaning (``[]``: none). Public: names only.
 
     The candidates are treatment-coded main effects of one categorical
@@ -116,7 +118,7 @@ def absorbed_block(facts, controls: list[int], min_levels: int, sole_levels: int
     return best if len(best) + 1 >= bar else []
 
 
-def _finite_bounds(bounds: dict, name: str) -> tuple[float, float] | None:
+def _finite_bounds(bounds: Mapping[str, tuple[float, float]], name: str) -> tuple[float, float] | None:
     """A column's public bounds ``(lo, hi)`` when both are finite, else None (public facts only)."""
     b = bounds.get(name)
     if b is None or not (np.isfinite(b[0]) and np.isfinite(b[1])):
@@ -294,7 +296,7 @@ class Partialled:
 def partial_out(
     X: np.ndarray,
     y: np.ndarray,
-    facts,
+    facts: Any,
     acc: ZCDPAccountant,
     rng: np.random.Generator,
     *,
@@ -358,6 +360,7 @@ def partial_out(
     scale = np.ones(p)
     # optionally, columns with a finite public range use it (free): centre = midpoint, scale = half-width
     ranged = np.zeros(p, dtype=bool)
+    c: int | np.integer[Any]  # the column loops run over numpy indices and over range(p)
     if use_bounds:
         for c in np.flatnonzero(~public):
             b = _finite_bounds(bounds, names[c])
@@ -439,7 +442,7 @@ def partial_out(
 
 
 def _partial_out_within(
-    X: np.ndarray, y: np.ndarray, facts, acc: ZCDPAccountant, rng: np.random.Generator, block: list[int],
+    X: np.ndarray, y: np.ndarray, facts: Any, acc: ZCDPAccountant, rng: np.random.Generator, block: list[int],
     controls: list[int], *, scale_share: float, gram_share: float, scale_factor: float, col_clip: float,
     kappa: float, q_row_max: float, ridge: float, m_cell: int,
     cluster_groups: tuple[np.ndarray, int] | None = None,
@@ -482,10 +485,13 @@ def _partial_out_within(
     n_private = int(free.sum())
     # ---- stage 1a: a within-cell scale per private column, and a bound on the pair-difference norms
     e_em = em_epsilon(scale_share * rho / (n_private + 1), bound=EM_BOUND)
+    c: int | np.integer[Any]  # the column loops run over numpy indices and over range(p)
     for c in np.flatnonzero(free):
         col = W[:, c]
-        sc = private_pair_quantile(cells, lambda i, k, col=col: np.abs(col[i] - col[k]), 0.5, positive_grid(), e_em,
-                                   rng, acc=acc, mechanism=f"grid median of within pair differences ({names[c]})",
+        # cast: mypy cannot infer a lambda with a default argument against a two-argument Callable
+        sc = private_pair_quantile(cells, cast("Callable[[np.ndarray, np.ndarray], np.ndarray]",
+                                               lambda i, k, col=col: np.abs(col[i] - col[k])), 0.5, positive_grid(),
+                                   e_em, rng, acc=acc, mechanism=f"grid median of within pair differences ({names[c]})",
                                    bound=EM_BOUND, nonzero=True)
         scale[c] = scale_factor * sc
     Sd = W / scale
@@ -528,7 +534,9 @@ def _partial_out_within(
     )
 
 
-def bounded_range_scales(names: list[str], free, scale: np.ndarray, bounds: dict) -> float:
+def bounded_range_scales(
+    names: list[str], free: np.ndarray, scale: np.ndarray, bounds: Mapping[str, tuple[float, float]],
+) -> float:
     """Widest public range ``hi - lo`` of a privately scaled column over its private scale (0 when none is bounded).
 
     Post-processing of the released scales and the public bounds. A private

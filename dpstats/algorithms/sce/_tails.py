@@ -21,7 +21,7 @@ class TailCount:
 
 
 def tail_count(u: np.ndarray, v: np.ndarray, C_u: float, C_v: float, k_u: float, k_v: float,
-               over_clip: np.ndarray, acc: ZCDPAccountant, rho: float, rng: np.random.Generator) -> TailCount:
+               over_clip: np.ndarray | None, acc: ZCDPAccountant, rho: float, rng: np.random.Generator) -> TailCount:
     """Noisy count of the rows far beyond a clip: ``|u| > k_u C_u``, ``|v| > k_v C_v`` or ``over_clip``.
 
     ``over_clip`` marks the rows with a standardised column beyond

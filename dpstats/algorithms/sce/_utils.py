@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -95,7 +96,7 @@ class BlockStats:
     @property
     def theta(self) -> np.ndarray:
         """Block coefficients of the valid blocks (in block order)."""
-        return self.N[self.valid] / self.D[self.valid]
+        return cast(np.ndarray, self.N[self.valid] / self.D[self.valid])
 
 
 def random_blocks(n: int, k: int, rng: np.random.Generator) -> list[np.ndarray]:
@@ -267,7 +268,7 @@ def adaptive_quantile(n: int, epsilon: float, kappa: float = 20.0, q_min: float 
 # --------------------------------------------------------------------------
 
 
-def is_binary_public(facts, name: str) -> bool:
+def is_binary_public(facts: Any, name: str) -> bool:
     """Whether a column is public 0/1: a categorical dummy or public bounds exactly [0, 1]."""
     if name in getattr(facts, "dummies", ()):
         return True
@@ -370,7 +371,7 @@ def noisy_symmetric(
     E = E + np.triu(E, 1).T
     if public_corner:
         E[0, 0] = 0.0
-    return M + E
+    return cast(np.ndarray, M + E)
 
 
 # --------------------------------------------------------------------------
@@ -381,7 +382,7 @@ def noisy_symmetric(
 def median_score_interval(z_sorted: np.ndarray, q: float = 0.5) -> np.ndarray:
     """Scores ``-|i - q n|`` of the ``n + 1`` intervals between sorted (clipped) values."""
     n = z_sorted.size
-    return -np.abs(np.arange(n + 1) - q * n)
+    return cast(np.ndarray, -np.abs(np.arange(n + 1) - q * n))
 
 
 def private_median_interval(

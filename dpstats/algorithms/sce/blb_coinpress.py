@@ -33,11 +33,12 @@ exponential mechanisms (``eps^2/8`` each).
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 from scipy import stats
 
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts
+from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, TaskData
 from dpstats.algorithms.registry import register
 from dpstats.algorithms.sce._utils import (
     EM_BOUND,
@@ -161,7 +162,9 @@ def blb_std_error(v_up: float, noise_vars: list[float]) -> float:
 class _BLBBase(Algorithm):
     data_bounds = False
 
-    def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
+    def _run(
+        self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator,
+    ) -> Outcome:
         p = self.params
         acc = ZCDPAccountant(epsilon, delta)
         rho = acc.rho
@@ -170,7 +173,9 @@ class _BLBBase(Algorithm):
         if k < 2:
             return self.decline(f"n = {n} rows give fewer than 2 subsets of at least {p['rows_per_param']} d + {p['min_extra']} rows")
         blocks = random_blocks(n, k, rng)
-        means, variances = blb_subset_estimates(data.X, data.y, facts.coef_index, blocks, int(p["blb_sims"]), rng)
+        means, variances = blb_subset_estimates(
+            data.X, cast(np.ndarray, data.y), cast(int, facts.coef_index), blocks, int(p["blb_sims"]), rng
+        )
         ok = np.isfinite(means)
         r_sims = int(p["blb_sims"])
         over = float(p["overestimation"])

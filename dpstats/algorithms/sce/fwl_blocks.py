@@ -24,9 +24,11 @@ two Laplace mechanisms); ``delta`` is not used.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import numpy as np
 
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts
+from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, TaskData
 from dpstats.algorithms.registry import register
 from dpstats.algorithms.sce._utils import (
     BlockStats,
@@ -56,7 +58,7 @@ def fwl_block_release(
     q_D: float,
     clip_R: float,
     clip_D: float,
-) -> tuple[float, dict]:
+) -> tuple[float, dict[str, Any]]:
     """Run steps 1-4 on block statistics, spending the accountant's whole budget (pure DP).
 
     Parameters
@@ -158,11 +160,13 @@ class FWLBlocks(Algorithm):
     }
     public_details = dict(FWL_BLOCK_DETAILS)
 
-    def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
+    def _run(
+        self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator,
+    ) -> Outcome:
         p = self.params
         acc = PureAccountant(epsilon, delta)
         k = choose_blocks(data.n, data.d, p["rows_per_param"], p["min_extra"])
-        bs = block_fwl(data.X, data.y, facts.coef_index, random_blocks(data.n, k, rng))
+        bs = block_fwl(data.X, cast(np.ndarray, data.y), cast(int, facts.coef_index), random_blocks(data.n, k, rng))
         est, det = fwl_block_release(
             bs, acc, rng, pilot_share=p["pilot_share"], scale_share=p["scale_share"], d_share=p["d_share"],
             q_R=p["q_R"], q_D=p["q_D"], clip_R=p["clip_R"], clip_D=p["clip_D"],

@@ -22,12 +22,13 @@ mechanisms ``eps^2/8``, Laplace mechanisms ``eps^2/2``, Gaussian
 from __future__ import annotations
 
 import math
+from typing import Any, cast
 
 import numpy as np
 
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts
+from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, TaskData
 from dpstats.algorithms.registry import register
-from dpstats.algorithms.sce._fwl_nuisance import STAGE1_DETAILS, partial_out
+from dpstats.algorithms.sce._fwl_nuisance import STAGE1_DETAILS, Partialled, partial_out
 from dpstats.algorithms.sce._utils import (
     EM_BOUND,
     adaptive_quantile,
@@ -67,10 +68,12 @@ _PAIRS_DETAILS = {
 
 
 class _Preprocessed(Algorithm):
-    def _pairs(self, data, facts, acc, rng):
+    def _pairs(
+        self, data: TaskData, facts: PublicFacts, acc: ZCDPAccountant, rng: np.random.Generator,
+    ) -> tuple[Partialled, np.ndarray, np.ndarray, float, dict[str, Any]]:
         p = self.params
         P = partial_out(
-            data.X, data.y, facts, acc, rng, scale_share=p["scale_share"], gram_share=p["gram_share"],
+            data.X, cast(np.ndarray, data.y), facts, acc, rng, scale_share=p["scale_share"], gram_share=p["gram_share"],
             scale_factor=p["scale_factor"], col_clip=p["col_clip"], kappa=p["kappa"], q_row_max=p["q_row_max"],
             ridge=p["ridge"],
         )
@@ -106,7 +109,9 @@ class NoisyStatsFWL(_Preprocessed):
     defaults = dict(_STAGE1)
     public_details = dict(_PAIRS_DETAILS)
 
-    def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
+    def _run(
+        self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator,
+    ) -> Outcome:
         acc = ZCDPAccountant(epsilon, delta)
         P, us, ws, unit, det = self._pairs(data, facts, acc, rng)
         n = data.n
@@ -144,7 +149,9 @@ class TheilSenFWL(_Preprocessed):
     # the number of matched pairs with distinct u is a data statistic: never reported
     public_details = {k: v for k, v in _PAIRS_DETAILS.items() if k != "laplace_scale"}
 
-    def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
+    def _run(
+        self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator,
+    ) -> Outcome:
         acc = ZCDPAccountant(epsilon, delta)
         P, us, ws, unit, det = self._pairs(data, facts, acc, rng)
         slopes = matched_slopes(us, ws, 1, rng)

@@ -35,11 +35,13 @@ Accounting is zCDP (exponential mechanisms ``eps^2/8``; Gaussian
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 from scipy import stats
 
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts
+from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, TaskData
 from dpstats.algorithms.registry import register
 from dpstats.algorithms.sce._cluster_groups import cluster_groups as label_groups_of
 from dpstats.algorithms.sce._cluster_groups import group_jackknife, groups_for_count, noisy_cluster_count
@@ -102,7 +104,7 @@ FWL_SCORE_DETAILS = {
 def fwl_score_release(
     X: np.ndarray,
     y: np.ndarray,
-    facts,
+    facts: Any,
     acc: ZCDPAccountant,
     rng: np.random.Generator,
     *,
@@ -143,7 +145,7 @@ def fwl_score_release(
     clusters_per_group: float = 8.0,
     singleton_rows: float = 1.1,
     clusters: np.ndarray | None = None,
-) -> tuple[float, dict]:
+) -> tuple[float, dict[str, Any]]:
     """Run both stages, spending the accountant's whole budget.
 
     With ``se_share > 0`` that share of the stage-2 budget releases
@@ -218,10 +220,13 @@ def fwl_score_release(
     if any(need):
         e_q = em_epsilon(q_share * rho / sum(need), bound=EM_BOUND)
         if within:
+            assert cells is not None
             q_uv = adaptive_quantile(int(cells.public_weight), e_q / PAIR_QUANTILE_SENSITIVITY, kappa)
             for k, (vec, mult, cap, lab) in enumerate([(u, c_u, B_u, "u"), (v, c_v, B_v, "v")]):
                 if need[k]:
-                    qk = private_pair_quantile(cells, lambda i, m, vec=vec: np.abs(vec[i] - vec[m]), q_uv,
+                    # cast: mypy cannot infer a lambda with a default argument against a two-argument Callable
+                    qk = private_pair_quantile(cells, cast("Callable[[np.ndarray, np.ndarray], np.ndarray]",
+                                                           lambda i, m, vec=vec: np.abs(vec[i] - vec[m])), q_uv,
                                                clip_grid, e_q, rng, acc=acc,
                                                mechanism=f"grid quantile |{lab}_i - {lab}_j| within",
                                                bound=EM_BOUND, nonzero=False, note=f"q={q_uv:.4g}")
@@ -268,6 +273,7 @@ def fwl_score_release(
             return np.vstack([du * dv, du * du, dv * dv])
 
     if within and J:
+        assert cells is not None
         # a replacement moves at most two groups' sums (its old and its new cell), by at most 1.5 F each
         # (F the bound on a term) or one group's by 2 F: the vector's L2 change is within the scalar's bound
         parts = np.array([g.weighted_sums(_sums) if g.cells else np.zeros(3) for g in cells.by_level_group(J)])
@@ -296,6 +302,7 @@ def fwl_score_release(
         S, T_raw = float(np.sum(S_k)), float(np.sum(T_k))
         sig_S, sig_T = sig_S * math.sqrt(J), sig_T * math.sqrt(J)
     elif within:
+        assert cells is not None
         # one pass over the pairs for S, T and the residual sum of squares R (released below, with the interval)
         S_val, T_val, R_val = cells.weighted_sums(_sums)
         S = acc.gaussian("Gaussian sum of clip(u) clip(v)", float(S_val), sensitivity=k_S * C_u * C_v, sigma=sig_S,
@@ -329,7 +336,7 @@ def fwl_score_release(
         fallback = "0 released: the private standardisation failed (" + ("scales" if not scales_ok else "Gram") + ")"
     elif raw != 0.0 and est == 0.0:
         fallback = "shrunk to 0: the estimate is within one privacy-noise standard deviation of 0"
-    extra: dict = {}
+    extra: dict[str, Any] = {}
     if rho_Q > 0 or J:
         Tr = max(T_raw, sig_T)
         interval_df = None
@@ -343,6 +350,7 @@ def fwl_score_release(
                              sensitivity=(C_u * C_v) ** 2, sigma=sig_Q, rng=rng,
                              note="each term in [0, C_u^2 C_v^2]: replace-one sensitivity C_u^2 C_v^2")
         else:
+            assert cells is not None
             # the classical within variance needs the residual sum of squares only: R, the pair U-statistic
             # of clip(v_i - v_j)^2 (sensitivity 1.5 C_v^2, as T), and sigma^2 = (R - S^2 / T) / df
             sig_Q = PAIR_SQUARE_SENSITIVITY * C_v**2 / math.sqrt(2.0 * rho_Q)
@@ -442,7 +450,7 @@ def clip_widening(q: float, beyond: float) -> float:
     return float(stats.norm.ppf(1.0 - beyond / 2.0) / stats.norm.ppf(1.0 - (1.0 - q) / 2.0))
 
 
-def clustered_on(facts, block: list[int]) -> bool:
+def clustered_on(facts: Any, block: list[int]) -> bool:
     """Whether the sampling clusters are the levels of the absorbed term (public: names only).
 
     True when ``facts.cluster`` names the variable of the absorbed block
@@ -455,7 +463,7 @@ def clustered_on(facts, block: list[int]) -> bool:
     return term in (cl, f"C({cl})") or term.startswith(f"C({cl},")
 
 
-def sampling_error(facts, within: bool, J: int, kind: str = "levels", labelled: bool = False,
+def sampling_error(facts: Any, within: bool, J: int, kind: str = "levels", labelled: bool = False,
                    singletons: bool = False) -> str:
     """What the interval's sampling part accounts for (public: the design's names, whether the data hold the
     cluster labels, the released count of clusters and the method's settings)."""
@@ -611,14 +619,17 @@ class FWLScore(Algorithm):
                           "and the private scales (`grid median of non-zero pair differences`) against public bounds",
     }
 
-    def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
+    def _run(
+        self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator,
+    ) -> Outcome:
         p = dict(self.params)
         # a lower eigenvalue floor above epsilon 1 (public: the budget): see ridge_above_1
         above = p.pop("ridge_above_1")
         if epsilon > 1.0 and above > 0.0:
             p["ridge"] = above
         acc = ZCDPAccountant(epsilon, delta)
-        est, det = fwl_score_release(data.X, data.y, facts, acc, rng, clusters=getattr(data, "clusters", None), **p)
+        est, det = fwl_score_release(data.X, cast(np.ndarray, data.y), facts, acc, rng,
+                                     clusters=getattr(data, "clusters", None), **p)
         se, bias = det.pop("std_error", None), det.pop("bias_bound", None)
         idf = det.pop("interval_df", None)
         if se is None:

@@ -24,13 +24,14 @@ aggregate.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts, TaskData
+from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, TaskData
 from dpstats.algorithms.registry import register
 from dpstats.algorithms.sce._utils import (
+    BlockStats,
     block_fwl,
     choose_blocks,
     private_interval,
@@ -56,11 +57,13 @@ _PUBLIC_DETAILS = {
 }
 
 
-def _blocks(data: TaskData, facts: Any, rng: np.random.Generator, rows_per_param: float, min_extra: int):
+def _blocks(
+    data: TaskData, facts: Any, rng: np.random.Generator, rows_per_param: float, min_extra: int,
+) -> BlockStats:
     n, d = data.n, data.d
     k = choose_blocks(n, d, rows_per_param, min_extra)
     blocks = random_blocks(n, k, rng)
-    return block_fwl(data.X, data.y, facts.coef_index, blocks)
+    return block_fwl(data.X, cast(np.ndarray, data.y), facts.coef_index, blocks)
 
 
 @register
@@ -87,7 +90,9 @@ class SAMedian(Algorithm):
     }
     public_details = dict(_PUBLIC_DETAILS)
 
-    def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
+    def _run(
+        self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator,
+    ) -> Outcome:
         p = self.params
         acc = PureAccountant(epsilon, delta)
         bs = _blocks(data, facts, rng, p["rows_per_param"], p["min_extra"])
@@ -137,7 +142,9 @@ class SAWinsorized(Algorithm):
                          "`grid quantile (range high)`",
     }
 
-    def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
+    def _run(
+        self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator,
+    ) -> Outcome:
         p = self.params
         acc = PureAccountant(epsilon, delta)
         bs = _blocks(data, facts, rng, p["rows_per_param"], p["min_extra"])

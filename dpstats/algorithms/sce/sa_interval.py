@@ -36,10 +36,11 @@ blocks of ``3 d + 10`` rows under misspecification, which matters when
 from __future__ import annotations
 
 import math
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts
+from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, TaskData
 from dpstats.algorithms.registry import register
 from dpstats.algorithms.sce._utils import block_fwl, choose_blocks, private_interval, random_blocks, symmetric_grid
 from dpstats.privacy.accounting import PureAccountant
@@ -59,7 +60,7 @@ class SAInterval(Algorithm):
     interpretation = "standard"
     summary = "subsample and aggregate: winsorised mean and spread of block OLS coefficients, t interval on k - 1 df"
     intervals = True
-    interval_params: dict = {}
+    interval_params: ClassVar[dict[str, Any]] = {}
     defaults = {
         "rows_per_param": Param(3.0, "as sa_coef_winsorized"),
         "min_extra": Param(10, "as sa_coef_winsorized"),
@@ -77,12 +78,14 @@ class SAInterval(Algorithm):
         "outside": "paid statistic: `Laplace count of invalid or winsorised blocks`",
     }
 
-    def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
+    def _run(
+        self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator,
+    ) -> Outcome:
         p = self.params
         acc = PureAccountant(epsilon, delta)
         n, d = data.n, data.d
         k = choose_blocks(n, d, p["rows_per_param"], p["min_extra"])
-        bs = block_fwl(data.X, data.y, facts.coef_index, random_blocks(n, k, rng))
+        bs = block_fwl(data.X, cast(np.ndarray, data.y), cast(int, facts.coef_index), random_blocks(n, k, rng))
         theta = bs.theta
         e_range = epsilon * float(p["range_share"])
         q_lo, q_hi = p["range_quantiles"]

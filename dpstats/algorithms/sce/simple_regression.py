@@ -23,9 +23,11 @@ All are pure ``epsilon``-DP under replace-one neighbours (``delta`` unused).
 
 from __future__ import annotations
 
+from typing import Any, ClassVar, cast
+
 import numpy as np
 
-from dpstats.algorithms.base import Algorithm, Param, PublicFacts
+from dpstats.algorithms.base import Algorithm, Decline, Outcome, Param, PublicFacts, TaskData
 from dpstats.algorithms.registry import register
 from dpstats.algorithms.sce._utils import (
     private_interval,
@@ -56,7 +58,7 @@ def ncov_sensitivity(n: int) -> float:
     return 1.0 - 1.0 / n
 
 
-def _simple_columns(facts, d: int) -> tuple[int, int] | None:
+def _simple_columns(facts: Any, d: int) -> tuple[int, int] | None:
     """(intercept index, regressor index) when the design is intercept + one regressor."""
     if d != 2 or getattr(facts, "weighted", False):
         return None
@@ -84,7 +86,7 @@ def _bounds(
     )
 
 
-def _n_private_ranges(facts) -> int:
+def _n_private_ranges(facts: Any) -> int:
     out = 0
     for name in (facts.columns[facts.coef_index], facts.outcome):
         b = facts.bounds.get(name)
@@ -108,7 +110,9 @@ class _SimpleRegression(Algorithm):
 
     data_bounds = False
 
-    def _setup(self, data, facts, epsilon, delta, rng):
+    def _setup(
+        self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator,
+    ) -> tuple[PureAccountant, np.ndarray, np.ndarray, float, float, dict[str, Any]] | None:
         cols = _simple_columns(facts, data.d)
         if cols is None:
             return None
@@ -117,25 +121,27 @@ class _SimpleRegression(Algorithm):
         k_priv = 0 if self.data_bounds else _n_private_ranges(facts)
         eps_range = epsilon * self.params["range_share"] if k_priv else 0.0
         eps_each = eps_range / (2 * k_priv) if k_priv else 0.0
-        x, y = data.X[:, j], data.y
+        x, y = data.X[:, j], cast(np.ndarray, data.y)  # sce data carry y
         bx = _bounds(x, facts.bounds.get(facts.columns[j]), acc, eps_each, rng, "x", self.data_bounds)
         by = _bounds(y, facts.outcome_bounds(), acc, eps_each, rng, "y", self.data_bounds)
         xs = (np.clip(x, *bx) - bx[0]) / (bx[1] - bx[0])
         ys = (np.clip(y, *by) - by[0]) / (by[1] - by[0])
         unit = (by[1] - by[0]) / (bx[1] - bx[0])
         # data-bounds variants read the bounds from the data without privacy: not reported
-        det = {} if self.data_bounds else {"x_bounds": bx, "y_bounds": by}
+        det: dict[str, Any] = {} if self.data_bounds else {"x_bounds": bx, "y_bounds": by}
         return acc, xs, ys, unit, epsilon - eps_range, det
 
 
-def _decline_d(self_, data):
+def _decline_d(self_: Algorithm, data: TaskData) -> Decline:
     return self_.decline(
         f"{self_.name} needs one regressor and an intercept (d = 2, unweighted); this design has d = {data.d}"
     )
 
 
 class _NoisyStatsBase(_SimpleRegression):
-    def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
+    def _run(
+        self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator,
+    ) -> Outcome:
         setup = self._setup(data, facts, epsilon, delta, rng)
         if setup is None:
             return _decline_d(self, data)
@@ -213,7 +219,9 @@ class _TheilSenBase(_SimpleRegression):
     widened = False
     public_details = dict(_BOUNDS_DETAILS)
 
-    def _run(self, data, facts: PublicFacts, epsilon, delta, rng):
+    def _run(
+        self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator,
+    ) -> Outcome:
         setup = self._setup(data, facts, epsilon, delta, rng)
         if setup is None:
             return _decline_d(self, data)
@@ -285,5 +293,5 @@ class TheilSenDataBounds(_TheilSenBase):
     summary = "DP Theil-Sen with data min/max as bounds (not DP; comparison only)"
     defaults = {**_TS_DEFAULTS, "range_share": Param(0.0, "unused: bounds come from the data")}
     data_bounds = True
-    public_details: dict[str, str] = {}  # the bounds come from the data: not reported
+    public_details: ClassVar[dict[str, str]] = {}  # the bounds come from the data: not reported
 
