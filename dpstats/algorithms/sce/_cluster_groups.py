@@ -42,8 +42,9 @@ def cluster_groups(labels: np.ndarray, J: int) -> np.ndarray:
     on the other rows, their order or the set of labels present), so all
     rows of a cluster share a group and a replaced row changes its own group
     only. With many more clusters than groups the groups hold about equal
-    numbers of clusters; with few clusters some groups may be empty, which
-    the jackknife sees in the released sums (:func:`group_jackknife`).
+    numbers of clusters; with few clusters some groups may be empty, so the
+    number of groups is set from a noisy count of the clusters
+    (:func:`groups_for_count`) to make that rare.
 
     Parameters
     ----------
