@@ -3,9 +3,9 @@
 The script finds every *calibration site* of the privacy code with :mod:`ast`
 (``dpstats/algorithms/**/*.py``, ``dpstats/privacy/mechanisms.py``, the grid
 quantiles of ``dpstats/privacy/quantiles.py``, and the conversions of
-``dpstats/privacy/conversions.py`` and the accountants of ``accounting.py``), makes one mutant per site, runs the relevant tests on
-each mutant in an isolated copy of the package and reports which mutants the
-tests kill.
+``dpstats/privacy/conversions.py`` and the accountants of ``accounting.py``),
+makes one mutant per site, runs the relevant tests on each mutant in an
+isolated copy of the package and reports which mutants the tests kill.
 
 Mutant kinds
 ------------

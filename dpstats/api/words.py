@@ -115,7 +115,8 @@ def _covers(cls: type[Algorithm] | None, sampling_error: str | None = None) -> s
         if kind.startswith("cluster-robust") and "one row each" in kind:
             # clusters of single rows: the row-level interval, which is then cluster-robust
             how = kind.split("; ", 1)[-1]
-            return f"sampling error of rows that are their own clusters ({how}) and the privacy noise; not clipping bias"
+            return (f"sampling error of rows that are their own clusters ({how}) and the privacy noise; "
+                    "not clipping bias")
         if kind.startswith("cluster-robust"):
             words = cls.interval_covers_cluster
         elif kind.startswith("classical"):

@@ -209,7 +209,8 @@ def private_norm_bound(
 
     ``epsilon``-DP (tie-robust grid exponential mechanism,
     :func:`~dpstats.privacy.mechanisms.grid_quantile_scores`, replace-one
-    sensitivity 1), drawn and charged to ``acc`` as ``mechanism`` (:func:`~dpstats.privacy.quantiles.private_grid_index`).
+    sensitivity 1), drawn and charged to ``acc`` as ``mechanism``
+    (:func:`~dpstats.privacy.quantiles.private_grid_index`).
     """
     j = private_grid_index(np.asarray(norms, dtype=float), POSITIVE_GRID, epsilon, rng, acc=acc, mechanism=mechanism,
                            q=q, note=note)

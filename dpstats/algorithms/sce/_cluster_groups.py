@@ -25,9 +25,7 @@ __all__ = ["cluster_groups", "group_jackknife", "noisy_cluster_count", "groups_f
 
 def _label_key(label: object) -> bytes:
     """A canonical byte string of a cluster label: equal labels give equal keys (``3``, ``3.0``, ``np.int64(3)``)."""
-    if isinstance(label, (bool, np.bool_)):
-        return str(int(label)).encode()
-    if isinstance(label, (int, np.integer)):
+    if isinstance(label, (int, np.integer, np.bool_)):  # bool is an int
         return str(int(label)).encode()
     if isinstance(label, (float, np.floating)):
         v = float(label)

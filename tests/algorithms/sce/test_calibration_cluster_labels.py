@@ -177,7 +177,8 @@ def test_clusters_of_one_row_keep_the_row_interval():
         warnings.simplefilter("ignore")
         out = cls(**cls.interval_params).run(inst.task_data(), inst.facts, 1.0, DELTA, np.random.default_rng(0))
     names = [e.mechanism for e in out.ledger]
-    assert out.details["sampling_error"] == "cluster-robust: the clusters (id) hold about one row each; HC0 over the rows"
+    assert out.details["sampling_error"] == ("cluster-robust: the clusters (id) hold about one row each; "
+                                             "HC0 over the rows")
     assert "Gaussian count of clusters" in names and "Gaussian sum of clip(u) clip(v)" in names
     assert np.isfinite(out.std_error[0])
 
