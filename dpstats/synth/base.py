@@ -13,7 +13,11 @@ once and then run::
 Contract for subclasses
 -----------------------
 Implement :meth:`Synthesizer._synthesize` ``(data, accountant, rng, n_rows)``
-and return a :class:`DiscreteData` over ``data.domain``. It must
+and return a :class:`DiscreteData` over ``data.domain``. ``accountant`` is
+an instance of the class's declared ``accountant`` type: :meth:`synthesize`
+creates one, or refuses a given accountant of another type, so the
+mechanism's calibration (rho under zCDP, epsilon under pure DP) always
+reads the unit it was written for. It must
 
 * draw all randomness from ``rng``;
 * pay for every access to ``data.codes`` through ``accountant`` (a
@@ -284,7 +288,8 @@ class Synthesizer(Configurable, ABC):
         Default hyperparameters with their sources.
     accountant : type
         The accountant :meth:`synthesize` creates when none is given
-        (:class:`~dpstats.privacy.accounting.ZCDPAccountant` by default).
+        (:class:`~dpstats.privacy.accounting.ZCDPAccountant` by default),
+        and the type a given accountant must be an instance of.
     needs_numbers : bool
         The mechanism wants one-hot / numeric input (GANs); it then calls
         :func:`dpstats.synth.discretize.one_hot` itself.
@@ -327,6 +332,7 @@ class Synthesizer(Configurable, ABC):
             The only source of randomness.
         n_rows : int, optional
         accountant : Accountant, optional
+            An instance of the class's ``accountant`` type.
 
         Returns
         -------
@@ -334,6 +340,9 @@ class Synthesizer(Configurable, ABC):
 
         Raises
         ------
+        TypeError
+            When ``accountant`` is not an instance of the class's
+            ``accountant`` type.
         RuntimeError
             When the synthesizer leaves part of its budget unspent or returns
             rows outside the domain (a bug, never silently accepted).
@@ -346,8 +355,10 @@ class Synthesizer(Configurable, ABC):
                           f"{INTERPRETATIONS.get(self.interpretation, '')}", PrivacyLeakWarning, stacklevel=2)
         if accountant is None:
             accountant = self.accountant(epsilon, delta)
-        elif (accountant.epsilon, accountant.delta) != (epsilon, delta):
-            raise ValueError("synthesize: the accountant's budget differs from (epsilon, delta)")
+        else:
+            self.check_accountant(accountant)
+            if (accountant.epsilon, accountant.delta) != (epsilon, delta):
+                raise ValueError("synthesize: the accountant's budget differs from (epsilon, delta)")
         n_out = data.n if n_rows is None else int(n_rows)
         if n_out < 0:
             raise ValueError(f"n_rows must be >= 0, got {n_rows!r}")
@@ -365,10 +376,32 @@ class Synthesizer(Configurable, ABC):
         eps, dlt = accountant.achieved()
         return Synthetic(out, float(eps), float(dlt), tuple(accountant.ledger), dict(self.details))
 
+    @classmethod
+    def check_accountant(cls, accountant: Accountant) -> None:
+        """Refuse an accountant that is not an instance of the class's declared ``accountant`` type.
+
+        The mechanisms calibrate in the unit of their declared accountant
+        (rho under zCDP, epsilon under pure DP, RDP curves for DP-SGD); an
+        accountant of another type would read ``remaining`` in the wrong
+        unit or lack the charging call the mechanism needs.
+
+        Raises
+        ------
+        TypeError
+            Naming the synthesizer, the expected type and the type given.
+        """
+        if not isinstance(accountant, cls.accountant):
+            raise TypeError(f"{cls.name or cls.__name__}: the accountant must be an instance of "
+                            f"{cls.accountant.__name__} (the synthesizer's accountant type), "
+                            f"got {type(accountant).__name__}")
+
     @abstractmethod
     def _synthesize(self, data: DiscreteData, accountant: Accountant, rng: np.random.Generator,
                     n_rows: int) -> DiscreteData:
         """Spend ``accountant.remaining`` on ``data`` and return ``n_rows`` synthetic rows.
+
+        ``accountant`` is an instance of the class's ``accountant`` type
+        (:meth:`synthesize` has checked it).
 
         Diagnostics (from released quantities only) go into ``self.details``.
         """

@@ -236,7 +236,8 @@ def test_rdp_accountant_refuses_overspending_and_a_second_rdp_mechanism():
     assert acc.exhausted() and acc.achieved()[0] == pytest.approx(rdp_epsilon(small, 1e-6)[0])
     with pytest.raises(BudgetExceeded, match="closed"):
         acc.rdp_measurement("z", lambda r: 1, rdp=small, rng=rng)
-    with pytest.raises(TypeError, match="RDPAccountant"):
+    with pytest.raises(TypeError, match="^dpgan: the accountant must be an instance of RDPAccountant "
+                                        ".*got ZCDPAccountant$"):
         get_synthesizer("dpgan")(epochs=1).synthesize(_data(), 1.0, 1e-6, np.random.default_rng(0),
                                                       accountant=ZCDPAccountant(1.0, 1e-6))
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -351,8 +351,6 @@ class GANSynthesizer(Synthesizer):
 
     def _synthesize(self, data: DiscreteData, accountant: Accountant, rng: np.random.Generator,
                     n_rows: int) -> DiscreteData:
-        if not isinstance(accountant, ZCDPAccountant):
-            raise TypeError(f"{self.name} accounts with a ZCDPAccountant ledger")
         if data.n < 2:
             raise ValueError(f"{self.name}: needs at least 2 rows, got {data.n}")
         torch = require_torch(self.name)
@@ -363,19 +361,20 @@ class GANSynthesizer(Synthesizer):
         try:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)
-                probs = self._train_and_sample(torch, data, one_hot(data).astype(np.float32), accountant, rng,
-                                               n_rows)
+                # synthesize() has checked that the accountant is an RDPAccountant (the class's accountant)
+                probs = self._train_and_sample(torch, data, one_hot(data).astype(np.float32),
+                                               cast(RDPAccountant, accountant), rng, n_rows)
         finally:
             torch.set_num_threads(threads)
         return data.with_codes(sample_codes(probs, data.domain.shape, rng))
 
-    def _train_and_sample(self, torch: Any, data: DiscreteData, x: np.ndarray, accountant: ZCDPAccountant,
+    def _train_and_sample(self, torch: Any, data: DiscreteData, x: np.ndarray, accountant: RDPAccountant,
                           rng: np.random.Generator, n_rows: int) -> np.ndarray:
         """Spend the accountant's remaining budget training; return ``n_rows`` rows of per-column probabilities."""
         raise NotImplementedError  # pragma: no cover
 
 
-def dpsgd_schedule(name: str, n: int, batch: int, z0: float, epochs: int, accountant: ZCDPAccountant
+def dpsgd_schedule(name: str, n: int, batch: int, z0: float, epochs: int, accountant: RDPAccountant
                    ) -> tuple[int, float, float, np.ndarray]:
     """Steps and noise multiplier of a DP-SGD run (smartnoise's rule: fixed noise, train until the budget is spent).
 
@@ -387,8 +386,6 @@ def dpsgd_schedule(name: str, n: int, batch: int, z0: float, epochs: int, accoun
     the run's RDP curve. Depends on public facts only (``n``, the
     hyperparameters, the budget).
     """
-    if not isinstance(accountant, RDPAccountant):
-        raise TypeError(f"{name} composes DP-SGD in RDP: give an RDPAccountant (its synthesizer's accountant)")
     if batch > n:
         raise ValueError(f"{name}: batch_size {batch} exceeds the number of rows {n}")
     eps, delta, prior = accountant.epsilon, accountant.delta, accountant.spent

@@ -86,8 +86,6 @@ class AIM(Synthesizer):
                     n_rows: int) -> DiscreteData:
         from dpstats.synth.mechanisms import _pgm, _pgm_sample
 
-        if not isinstance(accountant, ZCDPAccountant):
-            raise TypeError("AIM accounts in zCDP: give a ZCDPAccountant")
         dom, names, n, d = data.domain, data.domain.names, data.n, len(data.domain)
         rho = accountant.remaining
         workload = paper_workload(names, self.params["label"]) if d > 1 else [tuple(names)]

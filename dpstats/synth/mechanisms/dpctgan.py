@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 
-from dpstats.privacy.accounting import ZCDPAccountant
 from dpstats.synth.base import DiscreteData, Param
 from dpstats.synth.mechanisms._torch import (
     DPDiscriminatorStep,
@@ -132,7 +131,7 @@ class DPCTGAN(GANSynthesizer):
                     isinstance(h, int) and not isinstance(h, bool) and h >= 1 for h in v):
                 raise ValueError(f"hyperparameter {k} must be a non-empty sequence of positive integers, got {v!r}")
 
-    def _train_and_sample(self, torch: Any, data: DiscreteData, x: np.ndarray, accountant: ZCDPAccountant,
+    def _train_and_sample(self, torch: Any, data: DiscreteData, x: np.ndarray, accountant: RDPAccountant,
                           rng: np.random.Generator, n_rows: int) -> np.ndarray:
         p = self.params
         n, dim = x.shape
@@ -140,8 +139,6 @@ class DPCTGAN(GANSynthesizer):
         batch, clip, emb = int(p["batch_size"]), float(p["clip"]), int(p["embedding_dim"])
         if batch > n:
             raise ValueError(f"{self.name}: batch_size {batch} exceeds the number of rows {n}")
-        if not isinstance(accountant, RDPAccountant):
-            raise TypeError(f"{self.name} composes DP-SGD in RDP: give an RDPAccountant (its accountant class)")
         probs = noisy_marginals(data, accountant, float(p["marginal_share"]) * accountant.remaining, rng, self.name)
         steps, z, eps_rdp, rdp = dpsgd_schedule(self.name, n, batch, float(p["noise_multiplier"]) / 2.0,
                                            int(p["epochs"]), accountant)

@@ -387,8 +387,6 @@ class Kamino(Synthesizer):
 
     def _synthesize(self, data: DiscreteData, accountant: Accountant, rng: np.random.Generator,
                     n_rows: int) -> DiscreteData:
-        if not isinstance(accountant, ZCDPAccountant):
-            raise TypeError("Kamino accounts in zCDP: give a ZCDPAccountant")
         dom = data.domain
         self._check(dom)
         order = constraint_order(dom, self.dcs, self.params["label"], self.params["order"])

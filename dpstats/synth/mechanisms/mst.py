@@ -89,8 +89,6 @@ class MST(Synthesizer):
                     n_rows: int) -> DiscreteData:
         from dpstats.synth.mechanisms import _pgm, _pgm_sample
 
-        if not isinstance(accountant, ZCDPAccountant):
-            raise TypeError("MST accounts in zCDP: give a ZCDPAccountant")
         rho = accountant.remaining
         names, d = data.domain.names, len(data.domain)
         share = rho / 3.0 if d > 1 else rho

@@ -63,8 +63,6 @@ class MWEMPGM(Synthesizer):
                     n_rows: int) -> DiscreteData:
         from dpstats.synth.mechanisms import _pgm, _pgm_sample
 
-        if not isinstance(accountant, ZCDPAccountant):
-            raise TypeError("MWEM-PGM accounts in zCDP: give a ZCDPAccountant")
         dom, names, n = data.domain, data.domain.names, data.n
         rho = accountant.remaining
         workload = paper_workload(names, self.params["label"]) if len(names) > 1 else [tuple(names)]

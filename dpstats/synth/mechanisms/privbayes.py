@@ -79,8 +79,6 @@ class PrivBayes(Synthesizer):
 
     def _synthesize(self, data: DiscreteData, accountant: Accountant, rng: np.random.Generator,
                     n_rows: int) -> DiscreteData:
-        if not isinstance(accountant, PureAccountant):
-            raise TypeError("PrivBayes is pure epsilon-DP: give a PureAccountant")
         eps = accountant.remaining
         names, d, n = data.domain.names, len(data.domain), data.n
         beta = float(self.params["beta"]) if d > 1 else 0.0

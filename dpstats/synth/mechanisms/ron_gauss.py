@@ -153,8 +153,6 @@ class RONGauss(Synthesizer):
 
     def _synthesize(self, data: DiscreteData, accountant: Accountant, rng: np.random.Generator,
                     n_rows: int) -> DiscreteData:
-        if not isinstance(accountant, ZCDPAccountant):
-            raise TypeError("RON-GAUSS accounts in zCDP: give a ZCDPAccountant")
         label = self.params["label"]
         dom = data.domain
         if label is not None and label not in dom:
