@@ -3,8 +3,9 @@ import math
 import numpy as np
 import pytest
 
-from dpstats.privacy.accounting import PureAccountant, zcdp_rho
-from dpstats.synth import get_synthesizer, list_synthesizers
+from dpstats.privacy.accounting import GDPAccountant, PureAccountant, ZCDPAccountant, zcdp_rho
+from dpstats.privacy.rdp import RDPAccountant
+from dpstats.synth import SYNTHESIZERS, get_synthesizer, list_synthesizers
 from dpstats.synth.base import DiscreteData, Domain, Synthesizer
 from dpstats.synth.discretize import EqualWidth, PrivTree, encode
 from dpstats.synth.mechanisms.independent import Independent
@@ -74,6 +75,27 @@ def test_contract_is_enforced():
     with pytest.raises(TypeError, match="^independent: the accountant must be an instance of ZCDPAccountant "
                                         ".*got PureAccountant$"):
         Independent().synthesize(data, 1.0, 0.0, np.random.default_rng(0), accountant=PureAccountant(1.0, 0.0))
+
+
+@pytest.mark.parametrize("name", list(SYNTHESIZERS))
+def test_synthesize_refuses_an_accountant_of_another_type(name):
+    """Every registered synthesizer refuses, before any spend or draw, an accountant not of its declared type."""
+    try:
+        cls = get_synthesizer(name)
+    except ImportError as exc:  # pragma: no cover - a mechanism whose optional extra is missing
+        pytest.skip(f"{name}: {exc}")
+    data = DiscreteData(np.arange(40).reshape(20, 2) % 2, Domain(("a", "b"), (2, 2)))
+    others = [a for a in (PureAccountant, ZCDPAccountant, RDPAccountant, GDPAccountant)
+              if not issubclass(a, cls.accountant)]
+    assert others
+    for other in others:
+        acc = other(1.0, 1e-6)
+        rng = np.random.default_rng(0)
+        state = rng.bit_generator.state
+        with pytest.raises(TypeError, match=f"^{name}: the accountant must be an instance of "
+                                            f"{cls.accountant.__name__} .*got {other.__name__}$"):
+            cls().synthesize(data, 1.0, 1e-6, rng, accountant=acc)
+        assert not acc.ledger and rng.bit_generator.state == state
 
 
 def test_registry_lists_without_heavy_imports():
