@@ -41,13 +41,18 @@ from typing import Any, ClassVar, cast
 import numpy as np
 
 from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, TaskData
-from dpstats.algorithms.linreg._basis import BASIS_DETAILS, Structure, enforce_structure, standardised_problem
-from dpstats.algorithms.linreg._private_ranges import private_norm_bound, scale_quantile
+from dpstats.algorithms.linreg._basis import (
+    BASIS_DETAILS,
+    RAW_BOUNDS_DETAILS,
+    Structure,
+    raw_bounds,
+    standardised_problem,
+)
 from dpstats.algorithms.linreg._ssp import gram_pattern, upper_to_sym
 from dpstats.algorithms.registry import coefficient_of, register
-from dpstats.privacy.accounting import Accountant, GDPAccountant, ZCDPAccountant, em_epsilon
+from dpstats.privacy.accounting import Accountant, GDPAccountant, ZCDPAccountant
 
-__all__ = ["AdaSSP", "AdaSSPDataBounds", "AdaSSPStd", "RAW_BOUNDS_DETAILS", "raw_bounds", "adassp_core"]
+__all__ = ["AdaSSP", "AdaSSPDataBounds", "AdaSSPStd", "adassp_core"]
 
 _CITATION = (
     "Wang, Y.-X. (2018). Revisiting differentially private linear regression: optimal and adaptive "
@@ -106,74 +111,6 @@ def adassp_core(
     except np.linalg.LinAlgError:
         theta = np.linalg.pinv(A) @ b
     return theta, {"lambda": lam, "sigma_xx": s_xx, "sigma_xy": s_xy, "sigma_lambda": s_l}
-
-
-#: the keys of :func:`raw_bounds`'s details and why each is public
-RAW_BOUNDS_DETAILS = {
-    "bound_quantile": "public fact: quantile level of the private bounds (a hyperparameter, or from n and the budget)",
-    "B_x": "paid statistic: `bound on ||x_free||` with the public bounds of the other columns (public when every "
-           "column is bounded)",
-    "B_y": "paid statistic: `bound on |y|` (the public bound of y when the facts give one)",
-}
-
-
-def raw_bounds(
-    X: np.ndarray,
-    y: np.ndarray,
-    S: Structure,
-    acc: ZCDPAccountant,
-    rho: float,
-    q: float | None,
-    rng: np.random.Generator,
-) -> tuple[np.ndarray, np.ndarray, float, float, dict[str, Any]]:
-    """Clip raw rows to bounds from the public facts, or private quantiles where there are none.
-
-    The public part of the row (intercept, one-hot groups, bounded columns)
-    has ``||x_pub||^2 <= 1 + #groups + sum max(lo^2, hi^2)``; the columns
-    without a public range are clipped as a block to a private ``q``-quantile
-    of their norm; ``y`` to its public range or a private quantile of
-    ``|y|``. Each private quantile is one exponential mechanism; together
-    they cost ``rho`` (nothing is charged when everything is public).
-    ``q=None`` picks the level from ``n`` and the mechanism's epsilon
-    (:func:`~dpstats.algorithms.linreg._private_ranges.scale_quantile`, at most 0.95).
-
-    Returns
-    -------
-    Xc, yc : ndarray
-        Clipped design and outcome.
-    B2 : float
-        ``sup ||x||^2``.
-    By : float
-    details : dict
-    """
-    Xc = enforce_structure(X, S)
-    pub = 0.0
-    if S.intercept is not None:
-        pub += 1.0
-    pub += float(S.n_groups)
-    if S.bounded.size:
-        pub += float(np.sum(np.maximum(S.lo[S.bounded] ** 2, S.hi[S.bounded] ** 2)))
-    need_y = S.y_bounds is None
-    k = int(S.free.size > 0) + int(need_y)
-    eps = em_epsilon(rho / k, bound="bounded_range") if k else 0.0
-    if q is None:
-        q = scale_quantile(X.shape[0], eps, sensitivity=1.0, hi=0.95) if k else 0.95
-    details: dict[str, Any] = {"bound_quantile": q}
-    Bf = 0.0
-    if S.free.size:
-        norms = np.linalg.norm(Xc[:, S.free], axis=1)
-        Bf = private_norm_bound(norms, q, acc, "bound on ||x_free||", eps, rng)
-        f = np.minimum(1.0, Bf / np.maximum(norms, 1e-300))
-        Xc[:, S.free] *= f[:, None]
-    if need_y:
-        By = private_norm_bound(np.abs(y), q, acc, "bound on |y|", eps, rng)
-    else:
-        a, b = S.y_bounds  # type: ignore[misc]
-        By = max(abs(a), abs(b))
-    yc = np.clip(y, -By, By) if need_y else np.clip(y, *S.y_bounds)  # type: ignore[misc]
-    details["B_x"] = math.sqrt(pub + Bf**2)
-    details["B_y"] = By
-    return Xc, yc, pub + Bf**2, By, details
 
 
 @register

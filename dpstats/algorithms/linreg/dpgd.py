@@ -31,8 +31,13 @@ from typing import Any, cast
 import numpy as np
 
 from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, TaskData
-from dpstats.algorithms.linreg._basis import BASIS_DETAILS, Structure, standardised_problem
-from dpstats.algorithms.linreg.adassp import RAW_BOUNDS_DETAILS, raw_bounds
+from dpstats.algorithms.linreg._basis import (
+    BASIS_DETAILS,
+    RAW_BOUNDS_DETAILS,
+    Structure,
+    raw_bounds,
+    standardised_problem,
+)
 from dpstats.algorithms.registry import coefficient_of, register
 from dpstats.privacy.accounting import ZCDPAccountant
 

@@ -31,9 +31,14 @@ from typing import cast
 import numpy as np
 
 from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, TaskData
-from dpstats.algorithms.linreg._basis import BASIS_DETAILS, Structure, standardised_problem
+from dpstats.algorithms.linreg._basis import (
+    BASIS_DETAILS,
+    RAW_BOUNDS_DETAILS,
+    Structure,
+    raw_bounds,
+    standardised_problem,
+)
 from dpstats.algorithms.linreg._ssp import gram_pattern, release_ssp, solve_floor, ssp_calibration
-from dpstats.algorithms.linreg.adassp import RAW_BOUNDS_DETAILS, raw_bounds
 from dpstats.algorithms.registry import coefficient_of, register
 from dpstats.privacy.accounting import ZCDPAccountant
 

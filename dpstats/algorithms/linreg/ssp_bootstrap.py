@@ -45,9 +45,8 @@ from typing import Any
 import numpy as np
 
 from dpstats.algorithms.base import Algorithm, Decline, Param, PublicFacts, Release, TaskData
-from dpstats.algorithms.linreg._basis import Structure
+from dpstats.algorithms.linreg._basis import RAW_BOUNDS_DETAILS, Structure, raw_bounds
 from dpstats.algorithms.linreg._ssp import release_ssp, solve_floor, ssp_calibration, upper_to_sym
-from dpstats.algorithms.linreg.adassp import RAW_BOUNDS_DETAILS, raw_bounds
 from dpstats.algorithms.registry import register
 from dpstats.privacy.accounting import ZCDPAccountant
 
