@@ -16,9 +16,9 @@ Contents
   free to use: only the noise it leads to changes.
 * :func:`standardised_problem`: structure, basis and the clipped rows, as
   shared by ``adassp_std``, ``ssp_std`` and ``dpgd_std``.
-* :func:`raw_bounds`: the raw columns clipped to bounds from the public
-  facts or private norm quantiles, as used by ``adassp``, ``ssp``, ``dpgd``
-  and ``ssp_bootstrap``.
+* :func:`raw_bounds` and :func:`raw_problem`: the raw columns clipped to
+  bounds from the public facts or private norm quantiles, as shared by
+  ``adassp``, ``ssp``, ``dpgd`` and ``ssp_bootstrap``.
 
 Accounting
 ----------
@@ -50,6 +50,7 @@ from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
 
 __all__ = [
     "standardised_problem",
+    "raw_problem",
     "raw_bounds",
     "RAW_BOUNDS_DETAILS",
     "BASIS_DETAILS",
@@ -490,3 +491,33 @@ def raw_bounds(
     details["B_y"] = By
     return Xc, yc, pub + Bf**2, By, details
 
+
+def raw_problem(
+    X: np.ndarray,
+    y: np.ndarray,
+    facts: Any,
+    acc: ZCDPAccountant,
+    rng: np.random.Generator,
+    bounds_fraction: float,
+    bound_quantile: float | None,
+) -> tuple[np.ndarray, np.ndarray, float, float, dict[str, Any], bool]:
+    """The raw-column problem shared by ``adassp``, ``ssp``, ``dpgd`` and ``ssp_bootstrap``.
+
+    Public structure from the facts, and the rows clipped by
+    :func:`raw_bounds`, which spends ``bounds_fraction`` of rho on private
+    bounds when some column has no public range or ``y`` no public bound
+    (nothing otherwise).
+
+    Returns
+    -------
+    Xc, yc, B2, By, details
+        As :func:`raw_bounds` (``details`` keyed as :data:`RAW_BOUNDS_DETAILS`).
+    private : bool
+        Some column or ``y`` lacks a public bound, so :func:`raw_bounds`
+        chose one privately (a public fact: which ranges the facts give).
+    """
+    S = Structure.from_facts(facts, X.shape[1])
+    need = S.free.size > 0 or S.y_bounds is None
+    rho_b = bounds_fraction * acc.rho if need else 0.0
+    Xc, yc, B2, By, details = raw_bounds(X, y, S, acc, rho_b, bound_quantile, rng)
+    return Xc, yc, B2, By, details, need

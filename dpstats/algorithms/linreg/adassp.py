@@ -41,13 +41,7 @@ from typing import Any, ClassVar, cast
 import numpy as np
 
 from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, TaskData
-from dpstats.algorithms.linreg._basis import (
-    BASIS_DETAILS,
-    RAW_BOUNDS_DETAILS,
-    Structure,
-    raw_bounds,
-    standardised_problem,
-)
+from dpstats.algorithms.linreg._basis import BASIS_DETAILS, RAW_BOUNDS_DETAILS, raw_problem, standardised_problem
 from dpstats.algorithms.linreg._ssp import gram_pattern, upper_to_sym
 from dpstats.algorithms.registry import coefficient_of, register
 from dpstats.privacy.accounting import Accountant, GDPAccountant, ZCDPAccountant
@@ -146,10 +140,8 @@ class AdaSSP(Algorithm):
              rng: np.random.Generator) -> Outcome:
         X, y = data.X, cast(np.ndarray, data.y)
         acc = ZCDPAccountant(epsilon, delta)
-        S = Structure.from_facts(facts, X.shape[1])
-        need = S.free.size > 0 or S.y_bounds is None
-        rho_b = self.params["bounds_fraction"] * acc.rho if need else 0.0
-        Xc, yc, B2, By, det = raw_bounds(X, y, S, acc, rho_b, self.params["bound_quantile"], rng)
+        Xc, yc, B2, By, det, _ = raw_problem(X, y, facts, acc, rng, self.params["bounds_fraction"],
+                                             self.params["bound_quantile"])
         theta, det2 = adassp_core(Xc, yc, B2, B2**2, By, acc, delta, rng, self.params["rho_fail"])
         return self.release(theta, acc, **det, **det2)
 

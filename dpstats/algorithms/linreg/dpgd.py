@@ -31,13 +31,7 @@ from typing import Any, cast
 import numpy as np
 
 from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, TaskData
-from dpstats.algorithms.linreg._basis import (
-    BASIS_DETAILS,
-    RAW_BOUNDS_DETAILS,
-    Structure,
-    raw_bounds,
-    standardised_problem,
-)
+from dpstats.algorithms.linreg._basis import BASIS_DETAILS, RAW_BOUNDS_DETAILS, raw_problem, standardised_problem
 from dpstats.algorithms.registry import coefficient_of, register
 from dpstats.privacy.accounting import ZCDPAccountant
 
@@ -107,10 +101,8 @@ class DPGD(Algorithm):
              rng: np.random.Generator) -> Outcome:
         X, y = data.X, cast(np.ndarray, data.y)
         acc = ZCDPAccountant(epsilon, delta)
-        S = Structure.from_facts(facts, X.shape[1])
-        need = S.free.size > 0 or S.y_bounds is None
-        rho_b = self.params["bounds_fraction"] * acc.rho if need else 0.0
-        Xc, yc, B2, By, det = raw_bounds(X, y, S, acc, rho_b, self.params["bound_quantile"], rng)
+        Xc, yc, B2, By, det, _ = raw_problem(X, y, facts, acc, rng, self.params["bounds_fraction"],
+                                             self.params["bound_quantile"])
         Bx = math.sqrt(B2)
         theta, det2 = noisy_gd(Xc / Bx, yc / By, int(self.params["steps"]), float(self.params["learning_rate"]),
                                float(self.params["clip"]), acc, rng)

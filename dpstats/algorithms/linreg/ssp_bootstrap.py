@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from dpstats.algorithms.base import Algorithm, Decline, Param, PublicFacts, Release, TaskData
-from dpstats.algorithms.linreg._basis import RAW_BOUNDS_DETAILS, Structure, raw_bounds
+from dpstats.algorithms.linreg._basis import RAW_BOUNDS_DETAILS, raw_problem
 from dpstats.algorithms.linreg._ssp import release_ssp, solve_floor, ssp_calibration, upper_to_sym
 from dpstats.algorithms.registry import register
 from dpstats.privacy.accounting import ZCDPAccountant
@@ -176,11 +176,8 @@ class SSPBootstrap(Algorithm):
         n, d = X.shape
         p = self.params
         acc = ZCDPAccountant(epsilon, delta)
-        S = Structure.from_facts(facts, d)
-        need = S.free.size > 0 or S.y_bounds is None
-        rho_b = float(p["bounds_fraction"]) * acc.rho if need else 0.0
         assert y is not None
-        Xc, yc, B2, By, det = raw_bounds(X, y, S, acc, rho_b, p["bound_quantile"], rng)
+        Xc, yc, B2, By, det, need = raw_problem(X, y, facts, acc, rng, float(p["bounds_fraction"]), p["bound_quantile"])
         rho_yy = float(p["yy_fraction"]) * acc.rho
         ratio = math.sqrt(2.0) * By / math.sqrt(B2)
         cal = ssp_calibration(B2, B2**2, By, ratio, acc.remaining - rho_yy)
