@@ -68,6 +68,9 @@ def synthesize_frame(df: pd.DataFrame, schema: Schema, synthesizer: Synthesizer,
         synthesizer then spend what remains. Default: a new one.
     """
     df = schema.validate(df, file=file)
+    if accountant is not None:
+        # before the discretiser spends from it: a wrong type is refused with nothing charged or drawn
+        synthesizer.check_accountant(accountant)
     acc = synthesizer.accountant(epsilon, delta) if accountant is None else accountant
     disc = discretizer if discretizer is not None else PrivTree()
     edges = disc.edges(df, schema, acc, rng)

@@ -98,6 +98,17 @@ def test_synthesize_refuses_an_accountant_of_another_type(name):
         assert not acc.ledger and rng.bit_generator.state == state
 
 
+def test_pipeline_refuses_an_accountant_of_another_type_before_the_discretiser_spends(bank):
+    """synthesize_frame checks the accountant's type before PrivTree charges it or draws."""
+    df, schema = bank
+    acc = PureAccountant(1.0, 0.0)
+    rng = np.random.default_rng(0)
+    state = rng.bit_generator.state
+    with pytest.raises(TypeError, match="^independent: the accountant must be an instance of ZCDPAccountant"):
+        synthesize_frame(df, schema, Independent(), 1.0, 0.0, rng, accountant=acc)
+    assert not acc.ledger and rng.bit_generator.state == state
+
+
 def test_registry_lists_without_heavy_imports():
     import subprocess
     import sys
