@@ -42,7 +42,7 @@ get a cell of its own (a public cap, hence still post-processing).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -192,15 +192,18 @@ class PrivTree:
         for c in numeric:
             assert c.bounds is not None
             lo, hi = c.bounds
+            tree: Callable[[np.random.Generator], np.ndarray]
             if hi == lo:
-                tree = (lambda _r, lo=lo, hi=hi: np.array([lo, hi]))  # one cell: nothing to draw (still charged)
+                def tree(_r: np.random.Generator, lo: float = lo, hi: float = hi) -> np.ndarray:
+                    return np.array([lo, hi])  # one cell: nothing to draw (still charged)
             else:
                 x = pd.to_numeric(df[c.name]).to_numpy(dtype=float)
                 if c.integer:
                     # integer columns: cells over [lo - 1/2, hi + 1/2], cut at half-integers
                     lo, hi = math.ceil(lo) - 0.5, math.floor(hi) + 0.5
 
-                def tree(r: np.random.Generator, x=x, lo=lo, hi=hi, integer=c.integer) -> np.ndarray:
+                def tree(r: np.random.Generator, x: np.ndarray = x, lo: float = lo, hi: float = hi,
+                         integer: bool = c.integer) -> np.ndarray:
                     return privtree_edges(x, lo, hi, eps_j, r, theta=self.theta, max_depth=self.max_depth,
                                           integer=integer)
             # the whole tree is eps_j-DP (Zhang, Xiao, Xie 2016; replace-one: twice the add/remove

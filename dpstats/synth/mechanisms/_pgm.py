@@ -426,9 +426,10 @@ def _mirror_descent_numpy(domain: Domain, pooled: list[Measurement], total: floa
                      1.0 / max(float(s), 1e-12) ** 2))
     theta = [np.zeros(tuple(domain[a] for a in C)) for C in cliques]
     if warm_start is not None and warm_start.potentials:
-        homes = [next((i for i, C in enumerate(cliques) if set(w) <= set(C)), None) for w in warm_start.potentials]
-        if all(h is not None for h in homes):
-            for (w, v), h in zip(warm_start.potentials.items(), homes, strict=True):
+        warm_homes = [next((i for i, C in enumerate(cliques) if set(w) <= set(C)), None)
+                      for w in warm_start.potentials]
+        if all(h is not None for h in warm_homes):
+            for (w, v), h in zip(warm_start.potentials.items(), warm_homes, strict=True):
                 assert h is not None
                 theta[h] = theta[h] + v.reshape(_lift_shape(w, cliques[h], domain))
 
