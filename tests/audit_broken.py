@@ -19,6 +19,8 @@ Each wraps or subclasses a registry algorithm without editing it:
 * :class:`FallbackOnRelease` -- the honest counterpart: a fallback decided on the released value (post-processing);
 * :class:`BranchOnUnpaidCount` -- ``adaptive_clip`` that switches to a tighter clipping box (each branch DP on
   its own, the ledger honest) when an unpaid count of rows near the bounds is zero;
+* :class:`DeclineOnUnpaidClusterCount` -- ``adaptive_clip`` that declines when the raw data hold more clusters
+  than a threshold (an unpaid count of cluster labels: ``audit --clusters``);
 * :class:`CrashSometimes` -- ``adaptive_clip`` that raises in some runs (seeded), for the error report;
 * :class:`AbortSometimes` -- ``adaptive_clip`` that kills its worker process (``SIGABRT``) in some runs;
 * :class:`SlowOnCanary` -- ``adaptive_clip`` that runs past any time limit when the raw data hold a value
@@ -150,6 +152,17 @@ class BranchOnUnpaidCount(AdaptiveClip):
     def _run(self, data, facts, epsilon, delta, rng):
         if int((np.abs(data.X) > 0.9).any(axis=1).sum()) == 0:
             facts = replace(facts, bounds={c: (lo / 2.0, hi / 2.0) for c, (lo, hi) in facts.bounds.items()})
+        return super()._run(data, facts, epsilon, delta, rng)
+
+
+class DeclineOnUnpaidClusterCount(AdaptiveClip):
+    """Declines when the data hold more than 50 cluster labels, counted on the raw labels (not paid for)."""
+
+    name = "audit_broken_decline_on_unpaid_cluster_count"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        if data.clusters is not None and len(set(data.clusters.tolist())) > 50:
+            return Decline("more than 50 clusters (counted on the raw labels)")
         return super()._run(data, facts, epsilon, delta, rng)
 
 

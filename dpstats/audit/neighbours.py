@@ -29,10 +29,13 @@ from dpstats.algorithms.base import TaskData
 from dpstats.data.instance import PublicFacts
 from dpstats.data.manifest import TASKS
 
-__all__ = ["Neighbours", "canary_row", "make_neighbours", "generated", "from_instance", "CANARY_MODES", "DESIGNS"]
+__all__ = ["Neighbours", "canary_row", "make_neighbours", "generated", "from_instance", "CANARY_MODES", "DESIGNS",
+           "CANARY_CLUSTER"]
 
 CANARY_MODES = ("at", "beyond")
 _UNBOUNDED_FACTOR = 10.0
+#: the cluster label of the canary row when the labels are not integers (integers: one above the largest)
+CANARY_CLUSTER = "audit-canary"
 _BEYOND = 0.5
 
 
@@ -72,7 +75,8 @@ class Neighbours:
         return {"source": self.source, "n": self.facts.n, "d": self.facts.d, "task": self.facts.task,
                 "row": self.row, "canary_x": [float(v) for v in self.canary_x],
                 "canary_y": None if self.canary_y is None else float(self.canary_y), "mode": self.mode,
-                "notes": list(self.notes)}
+                "notes": list(self.notes),
+                "clusters": None if self.base.clusters is None else len(set(self.base.clusters.tolist()))}
 
 
 def _far_bound(mean: float, lo: float, hi: float, spread: float, mode: str) -> tuple[float, str | None]:
@@ -159,12 +163,20 @@ def make_neighbours(data: TaskData, facts: Any, mode: str = "at", source: str = 
     if data.y is not None:
         y2 = np.array(data.y, dtype=float, copy=True)
         y2[row] = y
-    base = TaskData(np.array(data.X, dtype=float, copy=True), None if data.y is None else np.array(data.y, dtype=float))
-    nb = TaskData(X2, y2)
+    cl = cl2 = None
+    if data.clusters is not None:
+        # the canary row joins a cluster of its own: the count of clusters and the row's group of clusters
+        # both change, the largest move of the cluster-robust path a replaced row can make
+        cl = np.array(data.clusters, copy=True)
+        cl2 = cl.copy() if cl.dtype.kind in "iu" else cl.astype(object)
+        cl2[row] = int(cl.max()) + 1 if cl.dtype.kind in "iu" else CANARY_CLUSTER
+    base = TaskData(np.array(data.X, dtype=float, copy=True), None if data.y is None else np.array(data.y, dtype=float),
+                    clusters=cl)
+    nb = TaskData(X2, y2, clusters=cl2)
     for t in (base, nb):  # algorithms must not write into their input
-        t.X.flags.writeable = False
-        if t.y is not None:
-            t.y.flags.writeable = False
+        for a in (t.X, t.y, t.clusters):
+            if a is not None:
+                a.flags.writeable = False
     return Neighbours(base, nb, facts, row, x, y, mode, source, tuple(notes))
 
 
@@ -197,7 +209,8 @@ def _grid_values(rng: np.random.Generator, lo: float, hi: float, levels: int, si
 
 
 def generated(task: str, n: int = 1000, seed: int = 0, mode: str = "at", regressors: int = 2,
-              columns: int = 3, design: str = "mirror", levels: int | None = None) -> Neighbours:
+              columns: int = 3, design: str = "mirror", levels: int | None = None,
+              clusters: int | None = None) -> Neighbours:
     """A generated base data set with public bounds and its canary neighbour.
 
     ``sce`` / ``linreg``: columns ``Intercept, x1, x2`` with ``x1, x2`` in
@@ -231,6 +244,11 @@ def generated(task: str, n: int = 1000, seed: int = 0, mode: str = "at", regress
     few distinct rows. DP must hold on every data set, so such a pair is as
     valid as any; it makes algorithms that work on distinct rows (``bhs_affine``)
     fast enough to audit at the large ``n`` they need.
+
+    ``clusters=K``: the rows are sampled in ``K`` clusters (integer labels
+    drawn uniformly, named ``g`` in the facts' ``cluster``), so that methods
+    with a cluster-robust path take it; the canary row joins a new cluster of
+    its own (:func:`make_neighbours`).
     """
     if design not in DESIGNS:
         raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
@@ -241,16 +259,22 @@ def generated(task: str, n: int = 1000, seed: int = 0, mode: str = "at", regress
         raise ValueError(f"n must be at least 10, got {n}")
     if levels is not None and (int(levels) != levels or levels < 2):
         raise ValueError(f"levels must be an integer of at least 2, got {levels!r}")
+    if clusters is not None and (int(clusters) != clusters or not 2 <= clusters <= n):
+        raise ValueError(f"clusters must be an integer from 2 to n = {n}, got {clusters!r}")
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0xA0D17]))
+    # drawn from their own stream, so that the rows are those of the same design without clusters
+    labels = None if clusters is None else \
+        np.random.default_rng(np.random.SeedSequence([int(seed), 0xC1057])).integers(0, int(clusters), n)
+    cluster = None if clusters is None else "g"
     if task == "mean":
         if int(columns) != columns or columns < 1:
             raise ValueError(f"columns must be a positive integer, got {columns!r}")
         X = _rows(rng, design, (n, int(columns)), levels)
         cols = tuple(f"x{j + 1}" for j in range(int(columns)))
         facts = PublicFacts(instance="audit-generated", study="audit", task=task, n=n, d=len(cols), columns=cols,
-                            bounds={c: (-1.0, 1.0) for c in cols})
-        return _mirrored(TaskData(X), facts, mode) if design == "mirror" else \
-            make_neighbours(TaskData(X), facts, mode, _source(design))
+                            bounds={c: (-1.0, 1.0) for c in cols}, cluster=cluster)
+        return _mirrored(TaskData(X, clusters=labels), facts, mode) if design == "mirror" else \
+            make_neighbours(TaskData(X, clusters=labels), facts, mode, _source(design))
     if regressors not in (1, 2):
         raise ValueError(f"regressors must be 1 or 2, got {regressors!r}")
     Z = _rows(rng, design, (n, 2), levels)
@@ -266,10 +290,10 @@ def generated(task: str, n: int = 1000, seed: int = 0, mode: str = "at", regress
     bounds.update({"Intercept": (1.0, 1.0), "y": (-1.0, 1.0)})
     facts = PublicFacts(instance="audit-generated", study="audit", task=task, n=n, d=regressors + 1, columns=cols,
                         outcome="y", coefficient="x1" if task == "sce" else None,
-                        coef_index=1 if task == "sce" else None, bounds=bounds, intercept=True)
+                        coef_index=1 if task == "sce" else None, bounds=bounds, intercept=True, cluster=cluster)
     if design == "mirror":
-        return _mirrored(TaskData(X, y), facts, mode)
-    return make_neighbours(TaskData(X, y), facts, mode, _source(design))
+        return _mirrored(TaskData(X, y, clusters=labels), facts, mode)
+    return make_neighbours(TaskData(X, y, clusters=labels), facts, mode, _source(design))
 
 
 def _mirrored(data: TaskData, facts: Any, mode: str) -> Neighbours:
@@ -286,7 +310,7 @@ def _mirrored(data: TaskData, facts: Any, mode: str) -> Neighbours:
     if mode == "beyond":
         x2, y2, _, _ = canary_row(data, facts, "beyond")
         x, y = np.where(lo < hi, x2, x), y2
-    nb = make_neighbours(TaskData(X, Y), facts, mode, "generated", canary=(x, y, row))
+    nb = make_neighbours(TaskData(X, Y, clusters=data.clusters), facts, mode, "generated", canary=(x, y, row))
     return replace(nb, source="generated-mirror")
 
 

@@ -45,9 +45,11 @@ class AuditResult:
 
     def summary(self) -> str:
         """A plain-text report."""
+        k = self.data.get("clusters")
+        clusters = f" in {k} clusters, the canary in a new one" if k else ""
         lines = [
             f"audit of {self.algorithm} ({self.task}, {self.interpretation}) on {self.data['source']} data "
-            f"(n = {self.data['n']}, canary {self.data['mode']} the bounds)",
+            f"(n = {self.data['n']}{clusters}, canary {self.data['mode']} the bounds)",
             f"claimed epsilon = {self.epsilon_claimed:g}, delta = {self.delta:g}; ledger: {self.ledger['summary']}",
             f"trials = {self.trials} releases in {self.seconds:.1f} s ({1000 * self.seconds_per_release:.2f} ms each, "
             f"{self.workers} worker(s)); outcomes {self.outcomes}",

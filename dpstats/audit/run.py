@@ -251,7 +251,8 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
           trials: int = 20000, confidence: float = 0.95, seed: int = 0, workers: int | None = None,
           instance: str | None = None, corpus: str | None = None, n: int = 1000, regressors: int = 2, columns: int = 3,
           canary: str = "at", design: str = "search", params: dict[str, Any] | None = None,
-          neighbours: Neighbours | None = None, levels: int | None = None, time_limit: float = DEFAULT_TIME_LIMIT,
+          neighbours: Neighbours | None = None, levels: int | None = None, clusters: int | None = None,
+          time_limit: float = DEFAULT_TIME_LIMIT,
           memory_mb: float = DEFAULT_MEMORY_MB, isolate: bool = True, search_share: float = 0.2,
           log: Callable[[str], None] | None = None) -> AuditResult:
     """Audit one algorithm at one privacy level.
@@ -296,6 +297,10 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
     levels : int, optional
         Generated data on a grid of this many values per column (see
         :func:`~dpstats.audit.neighbours.generated`).
+    clusters : int, optional
+        Generated data sampled in this many clusters, named in the facts, so
+        that a method's cluster-robust path runs; the canary joins a new
+        cluster (see :func:`~dpstats.audit.neighbours.generated`).
     time_limit, memory_mb : float
         Per-release limits of the worker pool (the benchmark's protocol: 60 s,
         4096 MB). A release that exceeds one is killed and counted as a
@@ -356,9 +361,11 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
             raise ValueError(f"{arg} must be a positive number (seconds, MB per release), got {v!r}")
     lim = Limits(time=float(time_limit), memory_mb=float(memory_mb)) if isolate else None
-    for arg, v, lo in (("--n", n, 10), ("--columns", columns, 1), ("--levels", levels, 2)):
+    for arg, v, lo in (("--n", n, 10), ("--columns", columns, 1), ("--levels", levels, 2), ("--clusters", clusters, 2)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo):
             raise ValueError(f"{arg} must be an integer of at least {lo}, got {v!r}")
+    if clusters is not None and clusters > n:
+        raise ValueError(f"--clusters must be at most --n = {n}, got {clusters!r}")
     if neighbours is None and instance is not None:
         from dpstats.data.corpus import Corpus, CorpusError
 
@@ -378,16 +385,16 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         pairs = [neighbours]
     elif design == "search":
         cands = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=d,
-                           levels=levels) for d in DESIGNS]
+                           levels=levels, clusters=clusters) for d in DESIGNS]
         pilot = int(search_share * trials) // len(cands)
         chosen, search = _search_design(cls, cands, eps, dlt, conf, pilot, seed, workers, params, log, lim, name)
         pairs, used = [chosen], pilot * len(cands)
     elif design == "both":
         pairs = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=d,
-                           levels=levels) for d in ("mirror", "inside")]
+                           levels=levels, clusters=clusters) for d in ("mirror", "inside")]
     else:
         pairs = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=design,
-                           levels=levels)]
+                           levels=levels, clusters=clusters)]
     if len(pairs) == 1:
         res = _audit_pair(cls, pairs[0], eps, dlt, conf, trials - used, seed, workers, params, log, t_start, lim,
                           name)

@@ -57,6 +57,21 @@ def test_generated_on_a_grid_has_few_distinct_rows():
         generated("mean", levels=1)
 
 
+def test_generated_clusters_give_the_canary_a_cluster_of_its_own():
+    plain = generated("sce", n=400, design="inside")
+    nb = generated("sce", n=400, design="inside", clusters=40)
+    assert nb.facts.cluster == "g" and plain.facts.cluster is None and plain.base.clusters is None
+    # the rows are those of the same design without clusters
+    assert np.array_equal(nb.base.X, plain.base.X) and np.array_equal(nb.neighbour.y, plain.neighbour.y)
+    assert set(nb.base.clusters.tolist()) <= set(range(40))
+    assert np.flatnonzero(nb.base.clusters != nb.neighbour.clusters).tolist() == [nb.row]
+    assert nb.neighbour.clusters[nb.row] == nb.base.clusters.max() + 1
+    mirror = generated("mean", n=400, clusters=40)
+    assert np.flatnonzero(mirror.base.clusters != mirror.neighbour.clusters).tolist() == [mirror.row]
+    with pytest.raises(ValueError, match="clusters"):
+        generated("sce", n=400, clusters=401)
+
+
 def test_declines_are_outputs_of_the_statistic():
     rng = np.random.default_rng(0)
     v_in, v_out = rng.normal(size=(200, 2)), rng.normal(size=(200, 2))
@@ -108,6 +123,7 @@ def test_honest_originals_are_not_flagged(name, task, trials):
     (broken.FallbackOnOutlier, 1000, {}),             # a fallback decided on the raw data
     (broken.DeclineOnRelativeOutlier, 2500, {}),      # declines on a row far from the others (raw data)
     (broken.BranchOnUnpaidCount, 2500, {}),           # a branch on an unpaid count
+    (broken.DeclineOnUnpaidClusterCount, 1000, {"clusters": 50}),  # declines on an unpaid count of clusters
 ])
 def test_broken_variants_are_flagged(cls, trials, kw):
     """Each is flagged at epsilon = 1 with the default design search."""
@@ -116,6 +132,19 @@ def test_broken_variants_are_flagged(cls, trials, kw):
     assert r.epsilon_lower > r.epsilon_claimed
     # the honest ledger is charged: the violation comes from the releases, not from the ledger check
     assert not any("ledger charges" in x for x in r.reasons)
+
+
+def test_the_cluster_robust_path_of_fwl_score_is_audited():
+    """fwl_score's API configuration on clustered rows takes the group jackknife and is not flagged."""
+    from dpstats.algorithms import get
+
+    cls = get("sce", "fwl_score")
+    nb = generated("sce", n=1000, clusters=200, design="concentrated")
+    out = cls(**cls.interval_params).run(nb.neighbour, nb.facts, 1.0, 1e-6, np.random.default_rng(0))
+    assert "jackknife over 8 groups of the clusters (g)" in out.details["sampling_error"]
+    r = audit("fwl_score[api]", task="sce", trials=1500, clusters=200, workers=2)
+    assert not r.violation, r.reasons
+    assert r.errors["count"] == 0
 
 
 def test_a_fallback_is_an_outcome_and_an_honest_one_is_not_flagged():
@@ -239,6 +268,8 @@ def raising_plugin(tmp_path, monkeypatch):
     (["audit", "adassp"], "--task: algorithm 'adassp' exists for tasks"),
     (["audit", "adaptive_clip", "--task", "linreg"], "--task: algorithm 'adaptive_clip' has no task 'linreg'"),
     (["audit", "tests.audit_broken:ClipHalfSigma", "--task", "sce"], "--task"),
+    (["audit", "adaptive_clip", "--clusters", "1"], "--clusters must be an integer of at least 2"),
+    (["audit", "adaptive_clip", "--n", "100", "--clusters", "200"], "--clusters must be at most --n = 100"),
     (["audit", "adaptive_clip", "--confidence", "1.5"], "--confidence must lie in (0, 1)"),
     (["audit", "adaptive_clip", "--confidence", "0"], "--confidence must lie in (0, 1)"),
     (["audit", "adaptive_clip", "--trials", "20"], "--trials: 20 releases cannot give any bound"),
