@@ -21,6 +21,8 @@ Each wraps or subclasses a registry algorithm without editing it:
   its own, the ledger honest) when an unpaid count of rows near the bounds is zero;
 * :class:`DeclineOnUnpaidClusterCount` -- ``adaptive_clip`` that declines when the raw data hold more clusters
   than a threshold (an unpaid count of cluster labels: ``audit --clusters``);
+* :class:`StdErrorOnOutlier` -- ``adaptive_clip`` whose released standard error doubles when the raw data hold a
+  value near the bounds (the estimate is honest: a leak through the interval only, ``audit --score interval``);
 * :class:`CrashSometimes` -- ``adaptive_clip`` that raises in some runs (seeded), for the error report;
 * :class:`AbortSometimes` -- ``adaptive_clip`` that kills its worker process (``SIGABRT``) in some runs;
 * :class:`SlowOnCanary` -- ``adaptive_clip`` that runs past any time limit when the raw data hold a value
@@ -32,6 +34,7 @@ noise drawn and the noise charged from the releases alone.
 
 from __future__ import annotations
 
+import math
 import os
 import resource
 import time
@@ -164,6 +167,17 @@ class DeclineOnUnpaidClusterCount(AdaptiveClip):
         if data.clusters is not None and len(set(data.clusters.tolist())) > 50:
             return Decline("more than 50 clusters (counted on the raw labels)")
         return super()._run(data, facts, epsilon, delta, rng)
+
+
+class StdErrorOnOutlier(AdaptiveClip):
+    """An honest estimate with a standard error chosen on the raw data: the leak is in the interval alone."""
+
+    name = "audit_broken_std_error_on_outlier"
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        out = super()._run(data, facts, epsilon, delta, rng)
+        se = 0.02 if np.abs(data.X).max() > 0.9 else 0.01
+        return replace(out, std_error=np.full_like(np.asarray(out.estimate, dtype=float), se), df=math.inf)
 
 
 class CrashSometimes(AdaptiveClip):

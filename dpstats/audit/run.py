@@ -125,6 +125,28 @@ def _ledger_totals(ledger) -> dict[str, float]:
     return tot
 
 
+#: what the statistics see of a release (``audit(score=...)``)
+SCORES = ("estimate", "interval")
+
+
+def scored_values(out: Release) -> np.ndarray:
+    """A release's estimate, log standard error, degrees of freedom and bias bound, as one vector.
+
+    What an interval method releases beyond its estimate: ``log(std_error)``
+    (``+inf`` for an infinite one or none), ``df`` (``+inf`` when none) and
+    ``bias_bound`` (0 when none). The audit's statistics work on ranks, so
+    infinite values are ordinary values there.
+    """
+    est = np.asarray(out.estimate, dtype=float).reshape(-1)
+    k = est.size
+    se = np.full(k, np.inf) if out.std_error is None else np.asarray(out.std_error, dtype=float).reshape(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_se = np.log(se)
+    df = np.inf if out.df is None else float(out.df)
+    bias = np.zeros(k) if out.bias_bound is None else np.asarray(out.bias_bound, dtype=float).reshape(-1)
+    return np.concatenate([est, np.broadcast_to(log_se, (k,)), [df], np.broadcast_to(bias, (k,))])
+
+
 def _release(context: Any, item: tuple[int, int]) -> tuple[int, Any, dict[str, float] | None, float, float, str | None]:
     """Run the algorithm once: release ``i`` on ``D'`` (``side`` 1) or ``D`` (0) with ``default_rng([seed, i])``.
 
@@ -155,7 +177,7 @@ def _release(context: Any, item: tuple[int, int]) -> tuple[int, Any, dict[str, f
             # a release that says it is not an estimate is scored as a category, like a decline
             kind, msg = FALLBACK, str(out.details["fallback"])[:80]
         else:
-            est = out.estimate
+            est = scored_values(out) if s.get("score") == "interval" else out.estimate
     elif kind == RELEASED:  # the check passes a release or a decline only
         kind, msg = DECLINED, str(out.reason)[:80]
     # the outcome may be anything when it failed the check: read its ledger and budget only if it has them
@@ -253,7 +275,7 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
           canary: str = "at", design: str = "search", params: dict[str, Any] | None = None,
           neighbours: Neighbours | None = None, levels: int | None = None, clusters: int | None = None,
           time_limit: float = DEFAULT_TIME_LIMIT,
-          memory_mb: float = DEFAULT_MEMORY_MB, isolate: bool = True, search_share: float = 0.2,
+          memory_mb: float = DEFAULT_MEMORY_MB, isolate: bool = True, search_share: float = 0.2, score: str = "estimate",
           log: Callable[[str], None] | None = None) -> AuditResult:
     """Audit one algorithm at one privacy level.
 
@@ -310,6 +332,11 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         ``False`` runs them in this process without limits (for debugging).
     search_share : float in (0, 1)
         With ``design="search"``, the share of the trials spent on the pilots.
+    score : {"estimate", "interval"}
+        What of a release the statistics see besides its outcome category:
+        the estimate (default), or also its standard error, degrees of freedom
+        and bias bound (:func:`scored_values`), which carry what an interval
+        method releases beyond the estimate.
 
     Returns
     -------
@@ -317,6 +344,9 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
     """
     t_start = time.perf_counter()
     from dpstats.audit.bounds import check_confidence
+
+    if score not in SCORES:
+        raise ValueError(f"--score must be one of {', '.join(SCORES)}, got {score!r}")
 
     try:
         conf = check_confidence(confidence)
@@ -387,7 +417,8 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         cands = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=d,
                            levels=levels, clusters=clusters) for d in DESIGNS]
         pilot = int(search_share * trials) // len(cands)
-        chosen, search = _search_design(cls, cands, eps, dlt, conf, pilot, seed, workers, params, log, lim, name)
+        chosen, search = _search_design(cls, cands, eps, dlt, conf, pilot, seed, workers, params, log, lim, name,
+                                        score=score)
         pairs, used = [chosen], pilot * len(cands)
     elif design == "both":
         pairs = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=d,
@@ -397,11 +428,11 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
                            levels=levels, clusters=clusters)]
     if len(pairs) == 1:
         res = _audit_pair(cls, pairs[0], eps, dlt, conf, trials - used, seed, workers, params, log, t_start, lim,
-                          name)
+                          name, score=score)
     else:
         conf_each = 1.0 - (1.0 - conf) / len(pairs)
         parts = [_audit_pair(cls, nb, eps, dlt, conf_each, trials // len(pairs), seed + k, workers, params, log,
-                             time.perf_counter(), lim, name) for k, nb in enumerate(pairs)]
+                             time.perf_counter(), lim, name, score=score) for k, nb in enumerate(pairs)]
         res = _merge(parts, conf, time.perf_counter() - t_start)
     if search is not None:
         res.data = {**res.data, "search": search}
@@ -410,13 +441,17 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
                          f"{len(search)} designs (pilot bounds: {scores}); the bound comes from {trials - used} "
                          f"other releases on {pairs[0].source}")
         res.trials_pilot = used
+    if score == "interval":
+        res.notes.append("scored: each release's estimate, log standard error, degrees of freedom and bias bound "
+                         "(score='interval')")
     res.power = audit_power(eps, dlt, trials - used, conf, res.bounds, len(pairs))
     return res
 
 
 def _search_design(cls: type, cands: list[Neighbours], eps: float, dlt: float, conf: float, pilot: int, seed: int,
                    workers: int, params: dict[str, Any], log: Callable[[str], None] | None,
-                   limits: Limits | None, name: str | None = None) -> tuple[Neighbours, list[dict[str, Any]]]:
+                   limits: Limits | None, name: str | None = None, *, score: str = "estimate",
+                   ) -> tuple[Neighbours, list[dict[str, Any]]]:
     """The candidate pair whose pilot audit separates best, and every pilot's score.
 
     Each pilot is a small audit on its own seeds (``seed + 7919 (k + 1)``), so the counted audit that follows
@@ -427,7 +462,7 @@ def _search_design(cls: type, cands: list[Neighbours], eps: float, dlt: float, c
     rows = []
     for k, nb in enumerate(cands):
         r = _audit_pair(cls, nb, eps, dlt, conf, pilot, seed + 7919 * (k + 1), workers, params, log,
-                        time.perf_counter(), limits, name)
+                        time.perf_counter(), limits, name, score=score)
         info = max((b["epsilon"] for b in r.bounds if math.isfinite(b["epsilon"])), default=0.0)
         if any(math.isinf(b["epsilon"]) for b in r.bounds):
             info = math.inf
@@ -470,7 +505,8 @@ def _merge(parts: list[AuditResult], conf: float, seconds: float) -> AuditResult
 
 def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, trials: int, seed: int,
                 workers: int, params: dict[str, Any], log: Callable[[str], None] | None,
-                t_start: float, limits: Limits | None, name: str | None = None) -> AuditResult:
+                t_start: float, limits: Limits | None, name: str | None = None, *,
+                score: str = "estimate") -> AuditResult:
     """Audit ``cls`` with ``params`` on one pair of neighbours (the module docstring's design).
 
     ``name`` is the roster name reported (default: the class's).
@@ -478,6 +514,8 @@ def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, 
     task = cls.task
     name = name or cls.name
     dim = 1 if task == "sce" else nb.facts.d
+    if score == "interval":
+        dim = 3 * dim + 1
 
     # the design: fitting, selection (alternating) and evaluation (fair coins) runs
     q = trials // 4
@@ -486,7 +524,8 @@ def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, 
     sides[: 2 * q] = idx[: 2 * q] % 2
     coin = np.random.default_rng(np.random.SeedSequence([int(seed), 0xC01]))
     sides[2 * q:] = coin.integers(0, 2, size=trials - 2 * q)
-    payload = {"spec": AlgorithmSpec.of(cls, params), "neighbours": nb, "budget": Budget(eps, dlt), "seed": seed}
+    payload = {"spec": AlgorithmSpec.of(cls, params), "neighbours": nb, "budget": Budget(eps, dlt), "seed": seed,
+               "score": score}
     if log:
         log(f"auditing {name} ({task}) at epsilon = {eps:g}: {trials} releases on {workers} worker(s)")
     calls = _run_all(payload, idx, sides, workers, limits, log)

@@ -45,6 +45,9 @@ def _build_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--clusters", type=int, metavar="K",
                    help="generated data sampled in K clusters (the canary joins a new one): runs a method's "
                         "cluster-robust path")
+    p.add_argument("--score", choices=("estimate", "interval"), default="estimate",
+                   help="what the statistics see of a release: its estimate (default), or also its standard error, "
+                        "degrees of freedom and bias bound (interval methods)")
     p.add_argument("--canary", choices=("at", "beyond"), default="at", help="canary at or beyond the public bounds")
     p.add_argument("--design", choices=("both", "search", "mirror", "inside", "concentrated", "heavy"),
                    default="search",
@@ -69,7 +72,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     res = audit(args.algorithm, task=args.task, epsilon=args.epsilon, delta=args.delta, trials=args.trials,
                 confidence=args.confidence, seed=args.seed, workers=args.workers, instance=args.instance,
                 corpus=args.corpus, n=args.n, regressors=args.regressors, columns=args.columns, canary=args.canary,
-                design=args.design, search_share=args.search_share, levels=args.levels, clusters=args.clusters,
+                design=args.design, search_share=args.search_share, levels=args.levels, clusters=args.clusters, score=args.score,
                 time_limit=args.time_limit, memory_mb=args.memory_limit,
                 log=(lambda m: print(m, file=sys.stderr)) if args.progress else None)
     print(_dump(res.to_dict()) if args.json else res.summary())

@@ -147,6 +147,16 @@ def test_the_cluster_robust_path_of_fwl_score_is_audited():
     assert r.errors["count"] == 0
 
 
+def test_a_leak_through_the_standard_error_is_seen_only_when_the_interval_is_scored():
+    est_only = audit(broken.StdErrorOnOutlier, trials=1000, design="inside", workers=2)
+    assert not est_only.violation
+    scored = audit(broken.StdErrorOnOutlier, trials=1000, design="inside", workers=2, score="interval")
+    assert scored.violation and scored.epsilon_lower > 1.0, scored.summary()
+    assert any("log standard error" in n for n in scored.notes)
+    honest = audit("adaptive_whiten[api]", task="mean", trials=1500, workers=2, score="interval")
+    assert not honest.violation, honest.reasons
+
+
 def test_a_fallback_is_an_outcome_and_an_honest_one_is_not_flagged():
     """A fallback decided on the raw data is flagged through its frequency; one decided on the release is not."""
     r = audit(broken.FallbackOnOutlier, trials=1000, workers=2)
