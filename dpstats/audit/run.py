@@ -80,7 +80,7 @@ from dpstats.audit.result import AuditResult
 from dpstats.bench.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, CallJob, CallResult, Limits, WorkerPool
 from dpstats.privacy.accounting import zcdp_epsilon
 
-__all__ = ["AuditResult", "audit", "resolve_algorithm", "resolve_configuration", "ESTIMATORS"]
+__all__ = ["AuditResult", "audit", "resolve_algorithm", "resolve_configuration", "scored_values", "ESTIMATORS", "SCORES"]
 
 ESTIMATORS = ("clopper_pearson", "one_run", "zcdp", "gdp")
 _MAX_THRESHOLDS = 300
