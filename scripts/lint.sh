@@ -5,7 +5,7 @@
 #                 (cli > api | audit > bench > algorithms > synth > ols > data > privacy > errors | params)
 #   ruff check    pyproject.toml [tool.ruff]: F, E9, import sorting (I), bugbear (B), pyupgrade (UP),
 #                 simplify (SIM) on dpstats/; F and E9 only on tests, benchmarks, docs
-#   mypy          pyproject.toml [tool.mypy]: strict on privacy/, algorithms/, synth/, bench/ and the public facts
+#   mypy          pyproject.toml [tool.mypy]: strict on privacy/, algorithms/, synth/, bench/, audit/ and the public facts
 # Uses the tools of .venv (the `lint` extra, part of `dev`); needs no network.
 set -euo pipefail
 cd "$(dirname "$0")/.."

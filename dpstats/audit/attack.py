@@ -32,6 +32,7 @@ applied to others, so that the bounds computed on held-out runs stay valid
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 from scipy import special
@@ -59,7 +60,7 @@ class Runs:
     def __len__(self) -> int:
         return int(self.kind.size)
 
-    def take(self, idx) -> Runs:
+    def take(self, idx: np.ndarray) -> Runs:
         return Runs(self.values[idx], self.kind[idx])
 
 
@@ -69,7 +70,7 @@ def _normal_scores(sorted_ref: np.ndarray, v: np.ndarray) -> np.ndarray:
     lo = np.searchsorted(sorted_ref, v, side="left")
     hi = np.searchsorted(sorted_ref, v, side="right")
     u = (0.5 * (lo + hi) + 0.5) / (n + 1.0)
-    return special.ndtri(u)
+    return cast(np.ndarray, special.ndtri(u))
 
 
 @dataclass
@@ -77,14 +78,14 @@ class Statistic:
     """A fitted distinguishing statistic (see the module docstring)."""
 
     kind: str
-    refs: list = field(default_factory=list)
+    refs: list[np.ndarray] = field(default_factory=list)
     w: np.ndarray | None = None
     m_in: np.ndarray | None = None
     m_out: np.ndarray | None = None
     p_in: np.ndarray | None = None
     p_out: np.ndarray | None = None
     logdet_diff: float = 0.0
-    category_scores: dict = field(default_factory=dict)
+    category_scores: dict[int, float] = field(default_factory=dict)
 
     def _z(self, values: np.ndarray) -> np.ndarray:
         if not self.refs:
@@ -98,11 +99,13 @@ class Statistic:
         if self.w is None:
             return np.zeros(values.shape[0])
         if self.kind == "lda":
-            return z @ self.w
+            return cast(np.ndarray, z @ self.w)
         a = z - self.m_in
         b = z - self.m_out
-        return 0.5 * (np.einsum("ij,jk,ik->i", b, self.p_out, b) - np.einsum("ij,jk,ik->i", a, self.p_in, a)) \
-            - 0.5 * self.logdet_diff
+        # the qda fit sets p_in and p_out together with w
+        p_in, p_out = cast(np.ndarray, self.p_in), cast(np.ndarray, self.p_out)
+        return cast(np.ndarray, 0.5 * (np.einsum("ij,jk,ik->i", b, p_out, b) - np.einsum("ij,jk,ik->i", a, p_in, a))
+                    - 0.5 * self.logdet_diff)
 
     def score(self, runs: Runs) -> np.ndarray:
         """Scores of ``runs`` (higher = "with the canary")."""

@@ -61,10 +61,12 @@ here is divided by ``group_size = k``. (For ``delta > 0`` the group's delta is
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import optimize, special, stats
 
 from dpstats.privacy.accounting import gdp_delta
@@ -112,7 +114,11 @@ def _check_group(k: int) -> int:
     return int(k)
 
 
-def clopper_pearson_lower(k, n, alpha: float):
+@overload
+def clopper_pearson_lower(k: float, n: float, alpha: float) -> float: ...
+@overload
+def clopper_pearson_lower(k: ArrayLike, n: ArrayLike, alpha: float) -> np.ndarray | float: ...
+def clopper_pearson_lower(k: ArrayLike, n: ArrayLike, alpha: float) -> np.ndarray | float:
     """One-sided ``1 - alpha`` Clopper-Pearson lower bound on a binomial proportion (0 when ``k = 0``)."""
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
@@ -121,7 +127,11 @@ def clopper_pearson_lower(k, n, alpha: float):
     return out if out.ndim else float(out)
 
 
-def clopper_pearson_upper(k, n, alpha: float):
+@overload
+def clopper_pearson_upper(k: float, n: float, alpha: float) -> float: ...
+@overload
+def clopper_pearson_upper(k: ArrayLike, n: ArrayLike, alpha: float) -> np.ndarray | float: ...
+def clopper_pearson_upper(k: ArrayLike, n: ArrayLike, alpha: float) -> np.ndarray | float:
     """One-sided ``1 - alpha`` Clopper-Pearson upper bound on a binomial proportion (1 when ``k = n``)."""
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
@@ -161,7 +171,7 @@ class Bound:
                 "delta": self.delta, "assumption": self.assumption, **self.details}
 
 
-def _eps_from_rates(tpr_lo, fpr_hi, delta: float):
+def _eps_from_rates(tpr_lo: ArrayLike, fpr_hi: ArrayLike, delta: float) -> np.ndarray:
     tpr_lo = np.asarray(tpr_lo, dtype=float)
     fpr_hi = np.asarray(fpr_hi, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -217,8 +227,8 @@ def epsilon_lower_bound(tp: int, n_pos: int, fp: int, n_neg: int, delta: float =
                   "fpr_upper": float(fpr_hi), "split": bool(split), "group_size": k})
 
 
-def exposure_epsilon_bound(canary_losses, reference_losses, quantile: float = 0.5, delta: float = 0.0,
-                           confidence: float = 0.95, split: bool = True, group_size: int = 1) -> Bound:
+def exposure_epsilon_bound(canary_losses: ArrayLike, reference_losses: ArrayLike, quantile: float = 0.5,
+                           delta: float = 0.0, confidence: float = 0.95, split: bool = True, group_size: int = 1) -> Bound:
     """Epsilon lower bound from the canary at a quantile of the canary losses (Jagielski's note).
 
     The test "in if loss <= the ``quantile`` of the canary losses" has
@@ -258,7 +268,7 @@ def exposure_epsilon_bound(canary_losses, reference_losses, quantile: float = 0.
 # --------------------------------------------------------------------------
 
 
-def gdp_mu_lower_bound(fpr_upper, fnr_upper) -> float:
+def gdp_mu_lower_bound(fpr_upper: ArrayLike, fnr_upper: ArrayLike) -> float:
     """``mu >= Phi^-1(1 - FPR) - Phi^-1(FNR)`` at upper bounds of both rates (Nasr et al. 2023), clipped at 0.
 
     jax-privacy 2.0 takes the absolute value instead, which for a test worse
@@ -299,7 +309,7 @@ def epsilon_from_gdp(mu: float, delta: float) -> float:
 _ORDERS = 1.0 + np.logspace(-3, 3, 300)
 
 
-def renyi_bernoulli(p: float, q: float, orders=_ORDERS) -> np.ndarray:
+def renyi_bernoulli(p: float, q: float, orders: ArrayLike = _ORDERS) -> np.ndarray:
     """Renyi divergences ``D_a(Bern(p) || Bern(q))`` at each order ``a > 1`` (natural log)."""
     a = np.asarray(orders, dtype=float)
     p = float(p)
@@ -318,7 +328,7 @@ def zcdp_rho_lower_bound(tpr_lower: float, fpr_upper: float) -> float:
     d1 = renyi_bernoulli(p, q) / _ORDERS
     d2 = renyi_bernoulli(q, p) / _ORDERS
     # a -> 1: the KL divergence
-    kl = lambda x, y: x * math.log(x / y) + ((1 - x) * math.log((1 - x) / (1 - y)) if x < 1 else 0.0)  # noqa: E731
+    kl: Callable[[float, float], float] = lambda x, y: x * math.log(x / y) + ((1 - x) * math.log((1 - x) / (1 - y)) if x < 1 else 0.0)  # noqa: E731
     vals = [float(np.nanmax(d1)), float(np.nanmax(d2))]
     if q > 0 and p < 1:
         vals += [kl(p, q), kl(q, p)]
@@ -385,7 +395,13 @@ def epsilon_one_run(m: int, r: int, v: int, delta: float = 0.0, confidence: floa
 # --------------------------------------------------------------------------
 
 
-def _scores(x, name: str) -> np.ndarray:
+#: ``value_fn(tp, n_pos, fp, n_neg, alpha_each)``: the bound at each threshold's counts
+_ValueFn = Callable[[np.ndarray, int, np.ndarray, int, float], np.ndarray]
+#: ``to_bound(tp, n_pos, fp, n_neg, alpha, details)``: the bound at the chosen threshold
+_ToBound = Callable[[int, int, int, int, float, dict[str, Any]], Bound]
+
+
+def _scores(x: ArrayLike, name: str) -> np.ndarray:
     a = np.asarray(x, dtype=float).reshape(-1)
     if a.size == 0:
         raise ValueError(f"{name} must not be empty")
@@ -403,7 +419,7 @@ def _grid(in_s: np.ndarray, out_s: np.ndarray, max_thresholds: int | None) -> np
     return t
 
 
-def _counts(in_s, out_s, t):
+def _counts(in_s: np.ndarray, out_s: np.ndarray, t: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Releases with score >= t (guessed "in") in each group."""
     si, so = np.sort(in_s), np.sort(out_s)
     tp = in_s.size - np.searchsorted(si, t, side="left")
@@ -411,7 +427,8 @@ def _counts(in_s, out_s, t):
     return tp, fp
 
 
-def _split(in_s, out_s, fraction: float, rng: np.random.Generator):
+def _split(in_s: np.ndarray, out_s: np.ndarray, fraction: float, rng: np.random.Generator,
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     if not (0 < fraction < 1):
         raise ValueError(f"split fraction must lie in (0, 1), got {fraction!r}")
     pi, po = rng.permutation(in_s.size), rng.permutation(out_s.size)
@@ -421,7 +438,8 @@ def _split(in_s, out_s, fraction: float, rng: np.random.Generator):
     return in_s[pi[:ki]], out_s[po[:ko]], in_s[pi[ki:]], out_s[po[ko:]]
 
 
-def _search(in_s, out_s, thresholds, value_fn, alpha_each):
+def _search(in_s: np.ndarray, out_s: np.ndarray, thresholds: np.ndarray, value_fn: _ValueFn,
+            alpha_each: float) -> tuple[float, float]:
     """Best threshold by ``value_fn(tp, n_pos, fp, n_neg, alpha_each)`` over ``thresholds`` (vectorised)."""
     tp, fp = _counts(in_s, out_s, thresholds)
     vals = value_fn(tp, in_s.size, fp, out_s.size, alpha_each)
@@ -429,13 +447,14 @@ def _search(in_s, out_s, thresholds, value_fn, alpha_each):
     return float(thresholds[i]), float(vals[i])
 
 
-def _cp_values(tp, n_pos, fp, n_neg, a, delta):
+def _cp_values(tp: ArrayLike, n_pos: int, fp: ArrayLike, n_neg: int, a: float, delta: float) -> np.ndarray:
     tpr_lo = clopper_pearson_lower(tp, n_pos, a)
     fpr_hi = clopper_pearson_upper(fp, n_neg, a)
-    return np.maximum(_eps_from_rates(tpr_lo, fpr_hi, delta), _eps_from_rates(1 - fpr_hi, 1 - tpr_lo, delta))
+    return cast(np.ndarray,
+                np.maximum(_eps_from_rates(tpr_lo, fpr_hi, delta), _eps_from_rates(1 - fpr_hi, 1 - tpr_lo, delta)))
 
 
-def _gdp_values(tp, n_pos, fp, n_neg, a, delta):
+def _gdp_values(tp: ArrayLike, n_pos: int, fp: ArrayLike, n_neg: int, a: float, delta: float) -> np.ndarray:
     fpr_hi = clopper_pearson_upper(fp, n_neg, a)
     fnr_hi = clopper_pearson_upper(n_pos - np.asarray(tp), n_pos, a)
     ok = np.maximum(fpr_hi, fnr_hi) < 1.0 - delta
@@ -443,8 +462,9 @@ def _gdp_values(tp, n_pos, fp, n_neg, a, delta):
     return np.where(ok, mu, 0.0)
 
 
-def _finish_scores(estimator, in_s, out_s, delta, conf, correction, max_thresholds, rng, split_fraction,
-                   thresholds, value_fn, to_bound):
+def _finish_scores(estimator: str, in_s: np.ndarray, out_s: np.ndarray, delta: float, conf: float, correction: str,
+                   max_thresholds: int | None, rng: np.random.Generator | None, split_fraction: float,
+                   thresholds: ArrayLike | None, value_fn: _ValueFn, to_bound: _ToBound) -> Bound:
     alpha = 1.0 - conf
     if correction == "bonferroni":
         t = np.asarray(thresholds, dtype=float) if thresholds is not None else _grid(in_s, out_s, max_thresholds)
@@ -463,10 +483,10 @@ def _finish_scores(estimator, in_s, out_s, delta, conf, correction, max_threshol
     raise ValueError(f"correction must be 'bonferroni' or 'split', got {correction!r}")
 
 
-def epsilon_clopper_pearson_scores(in_scores, out_scores, delta: float = 0.0, confidence: float = 0.95,
+def epsilon_clopper_pearson_scores(in_scores: ArrayLike, out_scores: ArrayLike, delta: float = 0.0, confidence: float = 0.95,
                                    correction: str = "bonferroni", max_thresholds: int | None = None,
                                    rng: np.random.Generator | None = None, split_fraction: float = 0.5,
-                                   thresholds=None, group_size: int = 1) -> Bound:
+                                   thresholds: ArrayLike | None = None, group_size: int = 1) -> Bound:
     """Clopper-Pearson bound from scores (higher = "in"), the threshold found with a correction.
 
     Parameters
@@ -483,7 +503,7 @@ def epsilon_clopper_pearson_scores(in_scores, out_scores, delta: float = 0.0, co
     k = _check_group(group_size)
     i_s, o_s = _scores(in_scores, "in_scores"), _scores(out_scores, "out_scores")
 
-    def to_bound(tp, n_pos, fp, n_neg, a, det):
+    def to_bound(tp: int, n_pos: int, fp: int, n_neg: int, a: float, det: dict[str, Any]) -> Bound:
         b = epsilon_lower_bound(tp, n_pos, fp, n_neg, delta, 1.0 - a, split=True, group_size=k)
         return Bound("clopper_pearson", b.epsilon, conf, delta, {**b.details, **det})
 
@@ -491,9 +511,9 @@ def epsilon_clopper_pearson_scores(in_scores, out_scores, delta: float = 0.0, co
                           thresholds, lambda tp, n, fp, m, a: _cp_values(tp, n, fp, m, a, delta), to_bound)
 
 
-def epsilon_gdp_scores(in_scores, out_scores, delta: float, confidence: float = 0.95, correction: str = "bonferroni",
+def epsilon_gdp_scores(in_scores: ArrayLike, out_scores: ArrayLike, delta: float, confidence: float = 0.95, correction: str = "bonferroni",
                        max_thresholds: int | None = None, rng: np.random.Generator | None = None,
-                       split_fraction: float = 0.5, thresholds=None, group_size: int = 1) -> Bound:
+                       split_fraction: float = 0.5, thresholds: ArrayLike | None = None, group_size: int = 1) -> Bound:
     """Gaussian-DP estimate (Nasr et al. 2023): a lower bound on ``mu``, then epsilon at ``delta``.
 
     ``details["mu_lower"]`` holds for any mechanism; ``epsilon`` is a lower
@@ -505,7 +525,7 @@ def epsilon_gdp_scores(in_scores, out_scores, delta: float, confidence: float = 
     k = _check_group(group_size)
     i_s, o_s = _scores(in_scores, "in_scores"), _scores(out_scores, "out_scores")
 
-    def to_bound(tp, n_pos, fp, n_neg, a, det):
+    def to_bound(tp: int, n_pos: int, fp: int, n_neg: int, a: float, det: dict[str, Any]) -> Bound:
         fpr_hi = float(clopper_pearson_upper(fp, n_neg, a / 2.0))
         fnr_hi = float(clopper_pearson_upper(n_pos - tp, n_pos, a / 2.0))
         mu = gdp_mu_lower_bound(fpr_hi, fnr_hi) if max(fpr_hi, fnr_hi) < 1.0 - delta else 0.0
@@ -518,10 +538,10 @@ def epsilon_gdp_scores(in_scores, out_scores, delta: float, confidence: float = 
                           lambda tp, n, fp, m, a: _gdp_values(tp, n, fp, m, a, delta), to_bound)
 
 
-def epsilon_one_run_scores(in_scores, out_scores, delta: float = 0.0, confidence: float = 0.95,
+def epsilon_one_run_scores(in_scores: ArrayLike, out_scores: ArrayLike, delta: float = 0.0, confidence: float = 0.95,
                            correction: str = "bonferroni", max_thresholds: int | None = 200,
                            rng: np.random.Generator | None = None, split_fraction: float = 0.5,
-                           thresholds=None, group_size: int = 1) -> Bound:
+                           thresholds: ArrayLike | None = None, group_size: int = 1) -> Bound:
     """One-run bound from scores: guess "in" for every score at or above a threshold, abstain otherwise.
 
     ``m`` is the number of scores (in and out). The threshold is searched with
@@ -534,7 +554,7 @@ def epsilon_one_run_scores(in_scores, out_scores, delta: float = 0.0, confidence
     k = _check_group(group_size)
     i_s, o_s = _scores(in_scores, "in_scores"), _scores(out_scores, "out_scores")
 
-    def one_run_values(tp, n, fp, m, a):
+    def one_run_values(tp: ArrayLike, n: int, fp: ArrayLike, m: int, a: float) -> np.ndarray:
         # the one-run bound at the candidate thresholds, best raw precision first; a threshold whose raw
         # precision is below e^eps/(1+e^eps) of the best bound so far cannot beat it and is skipped
         # (the selection rule does not affect validity)
@@ -550,7 +570,7 @@ def epsilon_one_run_scores(in_scores, out_scores, delta: float = 0.0, confidence
             best = max(best, vals[i])
         return vals
 
-    def to_bound(tp, n_pos, fp, n_neg, a, det):
+    def to_bound(tp: int, n_pos: int, fp: int, n_neg: int, a: float, det: dict[str, Any]) -> Bound:
         b = epsilon_one_run(n_pos + n_neg, tp + fp, tp, delta, 1.0 - a, group_size=k)
         return Bound("one_run", b.epsilon, conf, delta, {**b.details, **det})
 

@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import special, stats
 
 __all__ = [
@@ -53,7 +55,7 @@ _TIES = ("average", "min", "max", "random")
 ASYMPTOTIC_BASELINES = {"mean": 1.0 / math.log(2.0), "median": 1.0, "p75": 2.0}
 
 
-def _as_1d(x, name: str) -> np.ndarray:
+def _as_1d(x: ArrayLike, name: str) -> np.ndarray:
     a = np.asarray(x, dtype=float).reshape(-1)
     if a.size == 0:
         raise ValueError(f"{name} must not be empty")
@@ -62,7 +64,8 @@ def _as_1d(x, name: str) -> np.ndarray:
     return a
 
 
-def ranks(canary_losses, reference_losses, ties: str = "average", rng: np.random.Generator | None = None) -> np.ndarray:
+def ranks(canary_losses: ArrayLike, reference_losses: ArrayLike, ties: str = "average",
+          rng: np.random.Generator | None = None) -> np.ndarray:
     """Rank of each canary among the references: ``1 + #{references with a smaller loss}``.
 
     Parameters
@@ -99,7 +102,8 @@ def ranks(canary_losses, reference_losses, ties: str = "average", rng: np.random
     return 1.0 + smaller
 
 
-def exposure(canary_losses, reference_losses, ties: str = "average", rng: np.random.Generator | None = None) -> np.ndarray:
+def exposure(canary_losses: ArrayLike, reference_losses: ArrayLike, ties: str = "average",
+             rng: np.random.Generator | None = None) -> np.ndarray:
     """Exposure ``log2 N - log2 rank`` of each canary (Carlini et al. 2019, Definition 4).
 
     Parameters
@@ -123,10 +127,10 @@ def exposure(canary_losses, reference_losses, ties: str = "average", rng: np.ran
     """
     n_ref = np.asarray(reference_losses).size
     rk = ranks(canary_losses, reference_losses, ties=ties, rng=rng)
-    return np.log2(n_ref) - np.log2(rk)
+    return cast(np.ndarray, np.log2(n_ref) - np.log2(rk))
 
 
-def extrapolated_exposure(canary_losses, reference_losses, distribution: str = "norm") -> np.ndarray:
+def extrapolated_exposure(canary_losses: ArrayLike, reference_losses: ArrayLike, distribution: str = "norm") -> np.ndarray:
     """Exposure extrapolated from a distribution fitted to the reference losses (model-based).
 
     ``-log2 F(loss)`` with ``F`` the CDF of a normal (``"norm"``) or skew-normal
@@ -165,10 +169,10 @@ def extrapolated_exposure(canary_losses, reference_losses, distribution: str = "
 
 def _rank_exposures(n_ref: int) -> np.ndarray:
     """Exposure of ranks 1..N+1 (decreasing)."""
-    return math.log2(n_ref) - np.log2(np.arange(1, n_ref + 2, dtype=float))
+    return cast(np.ndarray, math.log2(n_ref) - np.log2(np.arange(1, n_ref + 2, dtype=float)))
 
 
-def _expected_order_statistics(n_ref: int, m: int, ks) -> np.ndarray:
+def _expected_order_statistics(n_ref: int, m: int, ks: ArrayLike) -> np.ndarray:
     """E of the k-th smallest of ``m`` iid random-guessing exposures (exact), for each k in ``ks``.
 
     Exposure is decreasing in the rank, so the k-th smallest exposure is the
@@ -186,7 +190,7 @@ def _expected_order_statistics(n_ref: int, m: int, ks) -> np.ndarray:
     return np.array(out)
 
 
-def _expected_order_statistics_shared(n_ref: int, m: int, ks) -> np.ndarray:
+def _expected_order_statistics_shared(n_ref: int, m: int, ks: ArrayLike) -> np.ndarray:
     """As :func:`_expected_order_statistics` when all canaries are ranked against the *same* references.
 
     With all ``m + N`` losses iid and continuous, the canaries sit at uniformly
@@ -292,11 +296,11 @@ class ExposureSummary:
     baseline_median: float
     baseline_p75: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-def summarize_exposure(exposures, n_references: int) -> ExposureSummary:
+def summarize_exposure(exposures: ArrayLike, n_references: int) -> ExposureSummary:
     """Mean, median, 75th percentile and maximum of exposures, each with its random-guessing baseline."""
     e = _as_1d(exposures, "exposures")
     m = e.size

@@ -25,7 +25,8 @@ class AuditResult:
     bounds: list[dict[str, Any]]
     ledger: dict[str, Any]
     exposure: dict[str, Any]
-    outcomes: dict[str, dict[str, int]]
+    #: ``{side: {kind: runs}}``; a merged audit of several designs (``design="both"``) nests it by design
+    outcomes: dict[str, dict[str, Any]]
     errors: dict[str, Any]
     data: dict[str, Any]
     seconds: float

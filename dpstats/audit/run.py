@@ -47,9 +47,10 @@ import math
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import special
 
 from dpstats.algorithms.release import AlgorithmSpec, Budget
@@ -75,6 +76,9 @@ from dpstats.audit.resolve import resolve_algorithm, resolve_configuration
 from dpstats.audit.result import AuditResult
 from dpstats.bench.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TIME_LIMIT, Limits
 from dpstats.privacy.accounting import zcdp_epsilon
+
+if TYPE_CHECKING:
+    from dpstats.algorithms import Algorithm
 
 __all__ = ["AuditResult", "audit", "resolve_algorithm", "resolve_configuration", "ESTIMATORS"]
 
@@ -108,20 +112,21 @@ def _grid(s_in: np.ndarray, s_out: np.ndarray) -> np.ndarray:
     return np.unique(np.concatenate([allv, [np.inf]]))
 
 
-def _counts(s_in, s_out, t):
+def _counts(s_in: np.ndarray, s_out: np.ndarray, t: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     tp = s_in.size - np.searchsorted(np.sort(s_in), t, side="left")
     fp = s_out.size - np.searchsorted(np.sort(s_out), t, side="left")
     return tp, fp
 
 
-def _zcdp_values(tp, n_in, fp, n_out, a):
+def _zcdp_values(tp: ArrayLike, n_in: int, fp: ArrayLike, n_out: int, a: float) -> np.ndarray:
     p = B.clopper_pearson_lower(tp, n_in, a)
     q = B.clopper_pearson_upper(fp, n_out, a)
     return np.array([B.zcdp_rho_lower_bound(pi, qi)
                      for pi, qi in zip(np.atleast_1d(p), np.atleast_1d(q), strict=False)])
 
 
-def _value(est: str, tp, n_in, fp, n_out, alpha_k: float, delta: float, m_total: int | None = None):
+def _value(est: str, tp: ArrayLike, n_in: int, fp: ArrayLike, n_out: int, alpha_k: float, delta: float,
+           m_total: int | None = None) -> np.ndarray:
     tp, fp = np.asarray(tp), np.asarray(fp)
     if est == "clopper_pearson":
         return B._cp_values(tp, n_in, fp, n_out, alpha_k / 2.0, delta)
@@ -265,9 +270,9 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
             raise ValueError(f"{arg} must be a positive number (seconds, MB per release), got {v!r}")
     lim = Limits(time=float(time_limit), memory_mb=float(memory_mb)) if isolate else None
-    for arg, v, lo in (("--n", n, 10), ("--columns", columns, 1), ("--levels", levels, 2), ("--clusters", clusters, 2)):
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo):
-            raise ValueError(f"{arg} must be an integer of at least {lo}, got {v!r}")
+    for arg, iv, lo in (("--n", n, 10), ("--columns", columns, 1), ("--levels", levels, 2), ("--clusters", clusters, 2)):
+        if iv is not None and (isinstance(iv, bool) or not isinstance(iv, (int, np.integer)) or iv < lo):
+            raise ValueError(f"{arg} must be an integer of at least {lo}, got {iv!r}")
     if clusters is not None and clusters > n:
         raise ValueError(f"--clusters must be at most --n = {n}, got {clusters!r}")
     if neighbours is None and instance is not None:
@@ -322,7 +327,7 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
     return res
 
 
-def _search_design(cls: type, cands: list[Neighbours], eps: float, dlt: float, conf: float, pilot: int, seed: int,
+def _search_design(cls: type[Algorithm], cands: list[Neighbours], eps: float, dlt: float, conf: float, pilot: int, seed: int,
                    workers: int, params: dict[str, Any], log: Callable[[str], None] | None,
                    limits: Limits | None, name: str | None = None, *, score: str = "estimate",
                    ) -> tuple[Neighbours, list[dict[str, Any]]]:
@@ -333,7 +338,7 @@ def _search_design(cls: type, cands: list[Neighbours], eps: float, dlt: float, c
     releases) go to the largest bound of any estimator, then to the exposure of the canary runs, then to the
     first design.
     """
-    rows = []
+    rows: list[dict[str, Any]] = []
     for k, nb in enumerate(cands):
         r = _audit_pair(cls, nb, eps, dlt, conf, pilot, seed + 7919 * (k + 1), workers, params, log,
                         time.perf_counter(), limits, name, score=score)
@@ -377,7 +382,7 @@ def _merge(parts: list[AuditResult], conf: float, seconds: float) -> AuditResult
     )
 
 
-def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, trials: int, seed: int,
+def _audit_pair(cls: type[Algorithm], nb: Neighbours, eps: float, dlt: float, conf: float, trials: int, seed: int,
                 workers: int, params: dict[str, Any], log: Callable[[str], None] | None,
                 t_start: float, limits: Limits | None, name: str | None = None, *,
                 score: str = "estimate") -> AuditResult:
@@ -467,6 +472,7 @@ def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, 
     reasons: list[str] = []
     rel_tol = 1e-6
     led_eps = None
+    unit: str | None
     if not units:
         led_summary = "empty (no ledger reported): only the (epsilon, delta) claim is audited"
     elif mixed or len(units) > 1:
@@ -513,18 +519,19 @@ def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, 
             cand[(sk, sign)] = (sign * s_sel, sign * s_ev)
     in_sel, in_ev = sides[sel] == 1, sides[ev] == 1
     bounds_out: list[dict[str, Any]] = []
-    best_cp_key = None
+    best_cp_key: tuple[str, float] | None = None
     for est in ESTIMATORS:
-        best = (-1.0, None, None)
+        best: tuple[float, tuple[str, float] | None, float | None] = (-1.0, None, None)
         for key, (ssel, _) in cand.items():
             a_in, a_out = ssel[in_sel], ssel[~in_sel]
             t = _grid(a_in, a_out)
-            tp, fp = _counts(a_in, a_out, t)
-            vals = _value(est, tp, a_in.size, fp, a_out.size, alpha_k, dlt)
+            tps, fps = _counts(a_in, a_out, t)
+            vals = _value(est, tps, a_in.size, fps, a_out.size, alpha_k, dlt)
             i = int(np.argmax(vals))
             if vals[i] > best[0]:
                 best = (float(vals[i]), key, float(t[i]))
-        _, key, thr = best
+        # the values are >= 0 > -1, so a statistic and a threshold were chosen
+        _, key, thr = cast(tuple[float, tuple[str, float], float], best)
         if est == "clopper_pearson":
             best_cp_key = key
         sev = cand[key][1]
@@ -565,7 +572,8 @@ def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, 
     eps_lower = max(r["epsilon"] for r in bounds_out if r["counts"])
 
     # exposure of the canary runs among the runs without it (the Clopper-Pearson statistic)
-    sev = cand[best_cp_key][1]
+    cp_key = cast(tuple[str, float], best_cp_key)  # set in the loop ("clopper_pearson" is an estimator)
+    sev = cand[cp_key][1]
     can_loss, ref_loss = -sev[in_ev], -sev[~in_ev]
     exp_summary: dict[str, Any] = {}
     if can_loss.size and ref_loss.size:
@@ -574,7 +582,7 @@ def _audit_pair(cls: type, nb: Neighbours, eps: float, dlt: float, conf: float, 
         mb = B.exposure_epsilon_bound(can_loss, ref_loss, 0.5, dlt, conf)
         lb = B.exposure_epsilon_bound(can_loss, ref_loss, 0.1, dlt, conf)
         exp_summary.update(median_bound=mb.epsilon, p10_bound=lb.epsilon,
-                           statistic=f"{best_cp_key[0]}{'+' if best_cp_key[1] > 0 else '-'}")
+                           statistic=f"{cp_key[0]}{'+' if cp_key[1] > 0 else '-'}")
 
     total = time.perf_counter() - t_start
     return AuditResult(
