@@ -13,10 +13,12 @@ Modules
 :mod:`~dpstats.audit.power`
     What an audit could have seen: the bound an ideal attack reaches with the
     same releases on a mechanism that spends exactly the claim.
-:mod:`~dpstats.audit.neighbours`, :mod:`~dpstats.audit.attack`, :mod:`~dpstats.audit.releases`, :mod:`~dpstats.audit.run`
+:mod:`~dpstats.audit.neighbours`, :mod:`~dpstats.audit.attack`, :mod:`~dpstats.audit.run`
     Auditing an algorithm: neighbouring data sets with a worst-case canary
     row, distinguishing statistics chosen on one half of the releases and
-    evaluated on the other, the releases in the worker pool, and the driver.
+    evaluated on the other, and the driver.
+:mod:`~dpstats.audit.releases`
+    The releases of an audit, one call each in the benchmark's worker pool.
 :mod:`~dpstats.cli.audit`
     ``dpstats audit``.
 

@@ -228,7 +228,8 @@ def epsilon_lower_bound(tp: int, n_pos: int, fp: int, n_neg: int, delta: float =
 
 
 def exposure_epsilon_bound(canary_losses: ArrayLike, reference_losses: ArrayLike, quantile: float = 0.5,
-                           delta: float = 0.0, confidence: float = 0.95, split: bool = True, group_size: int = 1) -> Bound:
+                           delta: float = 0.0, confidence: float = 0.95, split: bool = True,
+                           group_size: int = 1) -> Bound:
     """Epsilon lower bound from the canary at a quantile of the canary losses (Jagielski's note).
 
     The test "in if loss <= the ``quantile`` of the canary losses" has
@@ -328,7 +329,8 @@ def zcdp_rho_lower_bound(tpr_lower: float, fpr_upper: float) -> float:
     d1 = renyi_bernoulli(p, q) / _ORDERS
     d2 = renyi_bernoulli(q, p) / _ORDERS
     # a -> 1: the KL divergence
-    kl: Callable[[float, float], float] = lambda x, y: x * math.log(x / y) + ((1 - x) * math.log((1 - x) / (1 - y)) if x < 1 else 0.0)  # noqa: E731
+    kl: Callable[[float, float], float] = lambda x, y: (  # noqa: E731
+        x * math.log(x / y) + ((1 - x) * math.log((1 - x) / (1 - y)) if x < 1 else 0.0))
     vals = [float(np.nanmax(d1)), float(np.nanmax(d2))]
     if q > 0 and p < 1:
         vals += [kl(p, q), kl(q, p)]
@@ -483,8 +485,9 @@ def _finish_scores(estimator: str, in_s: np.ndarray, out_s: np.ndarray, delta: f
     raise ValueError(f"correction must be 'bonferroni' or 'split', got {correction!r}")
 
 
-def epsilon_clopper_pearson_scores(in_scores: ArrayLike, out_scores: ArrayLike, delta: float = 0.0, confidence: float = 0.95,
-                                   correction: str = "bonferroni", max_thresholds: int | None = None,
+def epsilon_clopper_pearson_scores(in_scores: ArrayLike, out_scores: ArrayLike, delta: float = 0.0,
+                                   confidence: float = 0.95, correction: str = "bonferroni",
+                                   max_thresholds: int | None = None,
                                    rng: np.random.Generator | None = None, split_fraction: float = 0.5,
                                    thresholds: ArrayLike | None = None, group_size: int = 1) -> Bound:
     """Clopper-Pearson bound from scores (higher = "in"), the threshold found with a correction.
@@ -511,8 +514,9 @@ def epsilon_clopper_pearson_scores(in_scores: ArrayLike, out_scores: ArrayLike, 
                           thresholds, lambda tp, n, fp, m, a: _cp_values(tp, n, fp, m, a, delta), to_bound)
 
 
-def epsilon_gdp_scores(in_scores: ArrayLike, out_scores: ArrayLike, delta: float, confidence: float = 0.95, correction: str = "bonferroni",
-                       max_thresholds: int | None = None, rng: np.random.Generator | None = None,
+def epsilon_gdp_scores(in_scores: ArrayLike, out_scores: ArrayLike, delta: float, confidence: float = 0.95,
+                       correction: str = "bonferroni", max_thresholds: int | None = None,
+                       rng: np.random.Generator | None = None,
                        split_fraction: float = 0.5, thresholds: ArrayLike | None = None, group_size: int = 1) -> Bound:
     """Gaussian-DP estimate (Nasr et al. 2023): a lower bound on ``mu``, then epsilon at ``delta``.
 

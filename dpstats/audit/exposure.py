@@ -130,7 +130,8 @@ def exposure(canary_losses: ArrayLike, reference_losses: ArrayLike, ties: str = 
     return cast(np.ndarray, np.log2(n_ref) - np.log2(rk))
 
 
-def extrapolated_exposure(canary_losses: ArrayLike, reference_losses: ArrayLike, distribution: str = "norm") -> np.ndarray:
+def extrapolated_exposure(canary_losses: ArrayLike, reference_losses: ArrayLike,
+                          distribution: str = "norm") -> np.ndarray:
     """Exposure extrapolated from a distribution fitted to the reference losses (model-based).
 
     ``-log2 F(loss)`` with ``F`` the CDF of a normal (``"norm"``) or skew-normal

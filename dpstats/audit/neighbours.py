@@ -165,8 +165,8 @@ def make_neighbours(data: TaskData, facts: Any, mode: str = "at", source: str = 
         y2[row] = y
     cl = cl2 = None
     if data.clusters is not None:
-        # the canary row joins a cluster of its own: the count of clusters and the row's group of clusters
-        # both change, the largest move of the cluster-robust path a replaced row can make
+        # the canary row joins a cluster of its own, so that the count of clusters changes by one and the
+        # row's group of clusters (a public hash of its label) changes with it
         cl = np.array(data.clusters, copy=True)
         cl2 = cl.copy() if cl.dtype.kind in "iu" else cl.astype(object)
         cl2[row] = int(cl.max()) + 1 if cl.dtype.kind in "iu" else CANARY_CLUSTER

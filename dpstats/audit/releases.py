@@ -70,7 +70,8 @@ def scored_values(out: Release) -> np.ndarray:
     return np.concatenate([est, np.broadcast_to(log_se, (k,)), [df], np.broadcast_to(bias, (k,))])
 
 
-def release_once(context: Any, item: tuple[int, int]) -> tuple[int, Any, dict[str, float] | None, float, float, str | None]:
+def release_once(context: Any, item: tuple[int, int],
+                 ) -> tuple[int, Any, dict[str, float] | None, float, float, str | None]:
     """Run the algorithm once: release ``i`` on ``D'`` (``side`` 1) or ``D`` (0) with ``default_rng([seed, i])``.
 
     The release goes through :func:`dpstats.algorithms.release.release`; an

@@ -154,7 +154,8 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
           canary: str = "at", design: str = "search", params: dict[str, Any] | None = None,
           neighbours: Neighbours | None = None, levels: int | None = None, clusters: int | None = None,
           time_limit: float = DEFAULT_TIME_LIMIT,
-          memory_mb: float = DEFAULT_MEMORY_MB, isolate: bool = True, search_share: float = 0.2, score: str = "estimate",
+          memory_mb: float = DEFAULT_MEMORY_MB, isolate: bool = True, search_share: float = 0.2,
+          score: str = "estimate",
           log: Callable[[str], None] | None = None) -> AuditResult:
     """Audit one algorithm at one privacy level.
 
@@ -270,7 +271,8 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
             raise ValueError(f"{arg} must be a positive number (seconds, MB per release), got {v!r}")
     lim = Limits(time=float(time_limit), memory_mb=float(memory_mb)) if isolate else None
-    for arg, iv, lo in (("--n", n, 10), ("--columns", columns, 1), ("--levels", levels, 2), ("--clusters", clusters, 2)):
+    for arg, iv, lo in (("--n", n, 10), ("--columns", columns, 1), ("--levels", levels, 2),
+                        ("--clusters", clusters, 2)):
         if iv is not None and (isinstance(iv, bool) or not isinstance(iv, (int, np.integer)) or iv < lo):
             raise ValueError(f"{arg} must be an integer of at least {lo}, got {iv!r}")
     if clusters is not None and clusters > n:
@@ -327,8 +329,8 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
     return res
 
 
-def _search_design(cls: type[Algorithm], cands: list[Neighbours], eps: float, dlt: float, conf: float, pilot: int, seed: int,
-                   workers: int, params: dict[str, Any], log: Callable[[str], None] | None,
+def _search_design(cls: type[Algorithm], cands: list[Neighbours], eps: float, dlt: float, conf: float, pilot: int,
+                   seed: int, workers: int, params: dict[str, Any], log: Callable[[str], None] | None,
                    limits: Limits | None, name: str | None = None, *, score: str = "estimate",
                    ) -> tuple[Neighbours, list[dict[str, Any]]]:
     """The candidate pair whose pilot audit separates best, and every pilot's score.

@@ -72,8 +72,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     res = audit(args.algorithm, task=args.task, epsilon=args.epsilon, delta=args.delta, trials=args.trials,
                 confidence=args.confidence, seed=args.seed, workers=args.workers, instance=args.instance,
                 corpus=args.corpus, n=args.n, regressors=args.regressors, columns=args.columns, canary=args.canary,
-                design=args.design, search_share=args.search_share, levels=args.levels, clusters=args.clusters, score=args.score,
-                time_limit=args.time_limit, memory_mb=args.memory_limit,
+                design=args.design, search_share=args.search_share, levels=args.levels, clusters=args.clusters,
+                score=args.score, time_limit=args.time_limit, memory_mb=args.memory_limit,
                 log=(lambda m: print(m, file=sys.stderr)) if args.progress else None)
     print(_dump(res.to_dict()) if args.json else res.summary())
     return 1 if res.violation else 0
