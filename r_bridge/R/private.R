@@ -128,9 +128,10 @@ dp_result <- function(v) {
 #' @param inference \code{NULL} (the default) releases a private standard
 #'   error and confidence interval (\code{confint}, and \code{std.error},
 #'   \code{conf.low}, \code{conf.high} in \code{dp_tidy}) whenever the
-#'   method gives one, which every default method does, within the same
+#'   method gives one that is offered (judged one data set at a time on the
+#'   public corpus), which every default method does, within the same
 #'   budget, for the population parameter (sampling error and privacy
-#'   noise); \code{TRUE} makes a method without intervals an error;
+#'   noise); \code{TRUE} makes a method without offered intervals an error;
 #'   \code{FALSE} spends the whole budget on the point estimate. See the
 #'   inference page of the dpstats docs for each method's budget split.
 #' @param ... Hyperparameters of the method.

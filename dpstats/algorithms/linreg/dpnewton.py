@@ -465,6 +465,8 @@ class DPNewton(Algorithm):
     interval_covers = ("sampling error of independent rows (heteroskedasticity-robust sandwich of the clipped "
                        "Newton score) and the privacy noise; not clustered sampling error, nor clipping bias")
     interval_robust = True
+    # judged per instance on the public corpus (docs/benchmark/inference.md, per-instance validity)
+    interval_validated = True
 
 
 coefficient_of(DPNewton)

@@ -277,7 +277,7 @@ class BLBCoinPress(_BLBBase):
         **_DEFAULTS,
         "range_share": Param(0.2, "share of rho for the private prior balls (our adaptation; the paper assumes them given)"),
         "count_share": Param(0.0, "ours: share of rho for the count of invalid subsets, the interval's guard (0: point "
-                                  "release only; the API's intervals use interval_params)"),
+                                  "release only; the interval configuration uses interval_params)"),
         "max_invalid": Param(0.1, "ours: infinite interval when more of the subsets have no valid estimate"),
     }
     public_details = {

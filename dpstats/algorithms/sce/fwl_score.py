@@ -647,3 +647,5 @@ class FWLScore(Algorithm):
     interval_covers_cluster = ("cluster-robust sampling error (a delete-a-group jackknife over groups of the "
                                "clusters, t quantile) and the privacy noise; not clipping bias")
     interval_robust = True
+    # judged per instance on the public corpus (docs/benchmark/inference.md, per-instance validity)
+    interval_validated = True
