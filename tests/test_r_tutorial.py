@@ -97,3 +97,18 @@ def test_the_r_tutorial_prints_what_it_shows(r_lib: Path, tmp_path: Path) -> Non
         if shown and not matches(shown, printed):
             wrong.append(f"--- {code}\n+++ page shows:\n" + "\n".join(shown) + "\n+++ R prints:\n" + "\n".join(printed))
     assert not wrong, "\n\n".join(wrong)
+
+
+def test_the_readme_r_session_runs(r_lib: Path, tmp_path: Path) -> None:  # noqa: F811
+    """The README's R session (no output shown: its noise is fresh) runs on a fresh checkout and prints a summary
+    and an interval for educ."""
+    readme = TUTORIAL.parents[2] / "README.md"
+    pairs = groups(readme.read_text(encoding="utf-8"))
+    assert len(pairs) == 1 and "dp_coef(" in pairs[0][0] and not pairs[0][1]
+    (tmp_path / "groups").mkdir()
+    (tmp_path / "outputs").mkdir()
+    (tmp_path / "groups" / "000.R").write_text(pairs[0][0] + "\n", encoding="utf-8")
+    out = rscript(DRIVER, r_env(r_lib), timeout=600, cwd=tmp_path)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    printed = (tmp_path / "outputs" / "000.R").read_text(encoding="utf-8")
+    assert "educ" in printed and "2.5 %" in printed and "97.5 %" in printed, printed[-2000:]
