@@ -173,6 +173,7 @@ class StdErrorOnOutlier(AdaptiveClip):
     """An honest estimate with a standard error chosen on the raw data: the leak is in the interval alone."""
 
     name = "audit_broken_std_error_on_outlier"
+    intervals = True  # it releases a standard error: the search then also scores the interval
 
     def _run(self, data, facts, epsilon, delta, rng):
         out = super()._run(data, facts, epsilon, delta, rng)

@@ -83,6 +83,9 @@ if TYPE_CHECKING:
 __all__ = ["AuditResult", "audit", "resolve_algorithm", "resolve_configuration", "ESTIMATORS"]
 
 ESTIMATORS = ("clopper_pearson", "one_run", "zcdp", "gdp")
+#: clusters of the clustered mirror design the search adds (at most n / 2): with the canary in a cluster of its
+#: own, D and D' differ in their count of clusters, so a branch on that count can show
+SEARCH_CLUSTERS = 50
 _MAX_THRESHOLDS = 300
 _MAX_MESSAGES = 3
 
@@ -154,8 +157,8 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
           canary: str = "at", design: str = "search", params: dict[str, Any] | None = None,
           neighbours: Neighbours | None = None, levels: int | None = None, clusters: int | None = None,
           time_limit: float = DEFAULT_TIME_LIMIT,
-          memory_mb: float = DEFAULT_MEMORY_MB, isolate: bool = True, search_share: float = 0.2,
-          score: str = "estimate",
+          memory_mb: float = DEFAULT_MEMORY_MB, isolate: bool = True, search_share: float = 0.25,
+          score: str | None = None,
           log: Callable[[str], None] | None = None) -> AuditResult:
     """Audit one algorithm at one privacy level.
 
@@ -191,7 +194,11 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         it with the other trials and all of ``alpha`` (the choice is made on
         releases that the bound does not use; the default, since a guard,
         decline or branch that reacts to a row far from the others is seen
-        only on the concentrated design); ignored with ``instance``.
+        only on the concentrated design); ignored with ``instance``. Without
+        ``clusters`` the search also tries the mirror design sampled in
+        :data:`SEARCH_CLUSTERS` clusters (a behaviour that depends on the
+        count of clusters), and without ``score``, for a method that declares
+        intervals, each design scored on the estimate and on the interval.
     params : dict, optional
         Hyperparameters of the algorithm (over a named configuration's).
     neighbours : Neighbours, optional
@@ -212,11 +219,13 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         ``False`` runs them in this process without limits (for debugging).
     search_share : float in (0, 1)
         With ``design="search"``, the share of the trials spent on the pilots.
-    score : {"estimate", "interval"}
+    score : {"estimate", "interval"}, optional
         What of a release the statistics see besides its outcome category:
-        the estimate (default), or also its standard error, degrees of freedom
-        and bias bound (:func:`scored_values`), which carry what an interval
-        method releases beyond the estimate.
+        the estimate, or also its standard error, degrees of freedom and bias
+        bound (:func:`scored_values`), which carry what an interval method
+        releases beyond the estimate. Default: the estimate, except that the
+        search chooses between the two for a method that declares intervals
+        (``intervals``).
 
     Returns
     -------
@@ -225,7 +234,7 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
     t_start = time.perf_counter()
     from dpstats.audit.bounds import check_confidence
 
-    if score not in SCORES:
+    if score is not None and score not in SCORES:
         raise ValueError(f"--score must be one of {', '.join(SCORES)}, got {score!r}")
 
     try:
@@ -295,18 +304,23 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
     if neighbours is not None:
         pairs = [neighbours]
     elif design == "search":
+        designs = [(d, clusters) for d in DESIGNS]
+        if clusters is None:
+            designs.append(("mirror", min(SEARCH_CLUSTERS, n // 2)))
         cands = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=d,
-                           levels=levels, clusters=clusters) for d in DESIGNS]
-        pilot = int(search_share * trials) // len(cands)
-        chosen, search = _search_design(cls, cands, eps, dlt, conf, pilot, seed, workers, params, log, lim, name,
-                                        score=score)
-        pairs, used = [chosen], pilot * len(cands)
+                           levels=levels, clusters=k) for d, k in designs]
+        scores = (score,) if score is not None else ("estimate", "interval") if cls.intervals else ("estimate",)
+        pilot = int(search_share * trials) // (len(cands) * len(scores))
+        chosen, score, search = _search_design(cls, cands, scores, eps, dlt, conf, pilot, seed, workers, params,
+                                               log, lim, name)
+        pairs, used = [chosen], pilot * len(cands) * len(scores)
     elif design == "both":
         pairs = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=d,
                            levels=levels, clusters=clusters) for d in ("mirror", "inside")]
     else:
         pairs = [generated(task, n=n, seed=seed, mode=canary, regressors=regressors, columns=columns, design=design,
                            levels=levels, clusters=clusters)]
+    score = score or "estimate"
     if len(pairs) == 1:
         res = _audit_pair(cls, pairs[0], eps, dlt, conf, trials - used, seed, workers, params, log, t_start, lim,
                           name, score=score)
@@ -317,10 +331,12 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
         res = _merge(parts, conf, time.perf_counter() - t_start)
     if search is not None:
         res.data = {**res.data, "search": search}
-        scores = ", ".join(f"{x['design']} {x['score']:.3g}" for x in search)
+        tried = ", ".join(f"{x['design']}{' (interval)' if x['scored'] == 'interval' else ''} {x['score']:.3g}"
+                          for x in search)
+        what = "designs" if len(search) == len({x["design"] for x in search}) else "designs and scores"
         res.notes.append(f"design chosen by a search: pilots of {used // len(search)} releases on each of "
-                         f"{len(search)} designs (pilot bounds: {scores}); the bound comes from {trials - used} "
-                         f"other releases on {pairs[0].source}")
+                         f"{len(search)} {what} (pilot bounds: {tried}); the bound comes from {trials - used} "
+                         f"other releases on {_label(pairs[0])}")
         res.trials_pilot = used
     if score == "interval":
         res.notes.append("scored: each release's estimate, log standard error, degrees of freedom and bias bound "
@@ -329,28 +345,35 @@ def audit(algorithm: str | type, task: str | None = None, epsilon: float = 1.0, 
     return res
 
 
-def _search_design(cls: type[Algorithm], cands: list[Neighbours], eps: float, dlt: float, conf: float, pilot: int,
-                   seed: int, workers: int, params: dict[str, Any], log: Callable[[str], None] | None,
-                   limits: Limits | None, name: str | None = None, *, score: str = "estimate",
-                   ) -> tuple[Neighbours, list[dict[str, Any]]]:
-    """The candidate pair whose pilot audit separates best, and every pilot's score.
+def _search_design(cls: type[Algorithm], cands: list[Neighbours], scores: tuple[str, ...], eps: float, dlt: float,
+                   conf: float, pilot: int, seed: int, workers: int, params: dict[str, Any],
+                   log: Callable[[str], None] | None, limits: Limits | None, name: str | None = None,
+                   ) -> tuple[Neighbours, str, list[dict[str, Any]]]:
+    """The candidate pair and score whose pilot audit separates best, and every pilot's score.
 
-    Each pilot is a small audit on its own seeds (``seed + 7919 (k + 1)``), so the counted audit that follows
-    reuses none of its releases. The score is the pilot's counted lower bound; ties (typically all 0 with few
-    releases) go to the largest bound of any estimator, then to the exposure of the canary runs, then to the
-    first design.
+    Each pilot is a small audit on its own seeds (``seed + 7919 (k + 1)``, one ``k`` per pair and score), so the
+    counted audit that follows reuses none of its releases. The score is the pilot's counted lower bound; ties
+    (typically all 0 with few releases) go to the largest bound of any estimator, then to the exposure of the
+    canary runs, then to the first candidate (the first design, scored on the estimate).
     """
     rows: list[dict[str, Any]] = []
-    for k, nb in enumerate(cands):
+    for k, (nb, sc) in enumerate((nb, sc) for nb in cands for sc in scores):
         r = _audit_pair(cls, nb, eps, dlt, conf, pilot, seed + 7919 * (k + 1), workers, params, log,
-                        time.perf_counter(), limits, name, score=score)
+                        time.perf_counter(), limits, name, score=sc)
         info = max((b["epsilon"] for b in r.bounds if math.isfinite(b["epsilon"])), default=0.0)
         if any(math.isinf(b["epsilon"]) for b in r.bounds):
             info = math.inf
-        rows.append({"design": nb.source, "score": float(r.epsilon_lower), "any_bound": float(info),
+        rows.append({"design": _label(nb), "scored": sc, "score": float(r.epsilon_lower), "any_bound": float(info),
                      "exposure": float(r.exposure.get("median_bound", 0.0) or 0.0), "trials": pilot, "k": k})
     best = max(rows, key=lambda x: (x["score"], x["any_bound"], x["exposure"], -x["k"]))
-    return cands[best["k"]], [{k: v for k, v in x.items() if k != "k"} for x in rows]
+    nb, sc = cands[best["k"] // len(scores)], scores[best["k"] % len(scores)]
+    return nb, sc, [{k: v for k, v in x.items() if k != "k"} for x in rows]
+
+
+def _label(nb: Neighbours) -> str:
+    """A generated pair's design, with its count of clusters when its rows are clustered."""
+    k = None if nb.base.clusters is None else len(np.unique(np.asarray(nb.base.clusters)))
+    return nb.source if k is None else f"{nb.source}, {k} clusters"
 
 
 def _merge(parts: list[AuditResult], conf: float, seconds: float) -> AuditResult:

@@ -45,9 +45,10 @@ def _build_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--clusters", type=int, metavar="K",
                    help="generated data sampled in K clusters (the canary joins a new one): runs a method's "
                         "cluster-robust path")
-    p.add_argument("--score", choices=("estimate", "interval"), default="estimate",
-                   help="what the statistics see of a release: its estimate (default), or also its standard error, "
-                        "degrees of freedom and bias bound (interval methods)")
+    p.add_argument("--score", choices=("estimate", "interval"), default=None,
+                   help="what the statistics see of a release: its estimate, or also its standard error, degrees of "
+                        "freedom and bias bound (interval methods); default: the estimate, and with --design search "
+                        "both, for a method that declares intervals")
     p.add_argument("--canary", choices=("at", "beyond"), default="at", help="canary at or beyond the public bounds")
     p.add_argument("--design", choices=("both", "search", "mirror", "inside", "concentrated", "heavy"),
                    default="search",
@@ -55,8 +56,8 @@ def _build_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "the centre (the canary an outlier), heavy-tailed rows; both = mirror and inside; "
                         "search = a pilot on every design, then the counted audit on the one that separates best "
                         "(default)")
-    p.add_argument("--search-share", type=float, default=0.2,
-                   help="with --design search: share of the trials spent on the pilots (default 0.2)")
+    p.add_argument("--search-share", type=float, default=0.25,
+                   help="with --design search: share of the trials spent on the pilots (default 0.25)")
     p.add_argument("--progress", action="store_true", help="report progress on stderr")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     return p

@@ -123,7 +123,8 @@ def test_honest_originals_are_not_flagged(name, task, trials):
     (broken.FallbackOnOutlier, 1000, {}),             # a fallback decided on the raw data
     (broken.DeclineOnRelativeOutlier, 2500, {}),      # declines on a row far from the others (raw data)
     (broken.BranchOnUnpaidCount, 2500, {}),           # a branch on an unpaid count
-    (broken.DeclineOnUnpaidClusterCount, 1000, {"clusters": 50}),  # declines on an unpaid count of clusters
+    (broken.DeclineOnUnpaidClusterCount, 1000, {}),  # declines on an unpaid count of clusters
+    (broken.StdErrorOnOutlier, 2500, {}),             # a standard error chosen on the raw data
 ])
 def test_broken_variants_are_flagged(cls, trials, kw):
     """Each is flagged at epsilon = 1 with the default design search."""
@@ -176,15 +177,16 @@ def test_the_design_search_finds_a_decline_on_a_relative_outlier():
     assert found.violation, found.summary()
     assert found.data["source"] == "generated-concentrated"
     assert [x["design"] for x in found.data["search"]] == ["generated-mirror", "generated", "generated-concentrated",
-                                                          "generated-heavy"]
-    assert found.trials_pilot == 4 * (500 // 4) and found.trials == 2500 - found.trials_pilot
+                                                          "generated-heavy", "generated-mirror, 50 clusters"]
+    assert [x["scored"] for x in found.data["search"]] == ["estimate"] * 5  # it declares no intervals
+    assert found.trials_pilot == 5 * (625 // 5) and found.trials == 2500 - found.trials_pilot
     assert "design chosen by a search" in found.summary()
 
 
 def test_the_design_search_leaves_an_honest_algorithm_alone():
     r = audit("adaptive_clip", task="mean", trials=2500, design="search", workers=2)
     assert not r.violation, r.summary()
-    assert r.epsilon_lower <= r.epsilon_claimed and len(r.data["search"]) == 4
+    assert r.epsilon_lower <= r.epsilon_claimed and len(r.data["search"]) == 5
 
 
 def test_forgotten_factor_two_in_sigma_is_flagged_at_epsilon_3():
