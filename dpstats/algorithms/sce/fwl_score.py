@@ -537,6 +537,9 @@ class FWLScore(Algorithm):
                                  "spans more than this many private scales (our choice)"),
         "gram_full_d": Param(4.0, "the Gram share is scaled by min(1, (d - 1) / gram_full_d): small d needs less (tuned)"),
         "shrink": Param(1.0, "positive-part shrinkage of the estimate towards 0 by its noise z-score (our choice)"),
+        "shrink_uninformative": Param(0.0, "ours: the same shrinkage applied when the interval is infinite (the "
+                                           "interval configuration, which does not shrink an estimate it builds an "
+                                           "interval around)"),
         "q_row_max": Param(0.9, "the Gram row bound is at most the 0.9 quantile of row norms (our choice)"),
         "se_share": Param(0.0, "share of the stage-2 budget for the sandwich standard error (0: point release "
                                "only; the API's intervals use interval_params)"),
@@ -595,7 +598,7 @@ class FWLScore(Algorithm):
     #: the method gives a standard error and an interval with these hyperparameters (the API's default)
     intervals = True
     cluster_intervals = True
-    interval_params = {"se_share": 0.1, "shrink": 0.0, "c_v": 2.0, "tail_share": 0.05, "clip_free_max": 4.0,
+    interval_params = {"se_share": 0.1, "shrink": 0.0, "shrink_uninformative": 1.0, "c_v": 2.0, "tail_share": 0.05, "clip_free_max": 4.0,
                        "u_beyond": 0.05, "ridge_above_1": 2.0, "scale_weight": 2.0, "proj_margin": 0.25,
                        "plaus_grid": True}
     public_details = {
@@ -627,10 +630,18 @@ class FWLScore(Algorithm):
         above = p.pop("ridge_above_1")
         if epsilon > 1.0 and above > 0.0:
             p["ridge"] = above
+        shrink_inf = float(p.pop("shrink_uninformative"))
         acc = ZCDPAccountant(epsilon, delta)
         est, det = fwl_score_release(data.X, cast(np.ndarray, data.y), facts, acc, rng,
                                      clusters=getattr(data, "clusters", None), **p)
         se, bias = det.pop("std_error", None), det.pop("bias_bound", None)
+        if se is not None and not math.isfinite(se) and shrink_inf > 0 and "fallback" not in det and est != 0.0:
+            # an infinite interval says "cannot tell"; the estimate shown with it is then shrunk towards 0 as
+            # the point release's is (post-processing of the released estimate and its noise sd), since no
+            # interval is built around it
+            est = est * max(0.0, 1.0 - shrink_inf * det["noise_sd"] ** 2 / est**2)
+            if est == 0.0:
+                det["fallback"] = "shrunk to 0: the estimate is within one privacy-noise standard deviation of 0"
         idf = det.pop("interval_df", None)
         if se is None:
             return self.release(est, acc, **det)

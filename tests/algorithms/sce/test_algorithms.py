@@ -289,3 +289,33 @@ def test_clip_widening_leaves_the_stated_share_beyond_on_gaussian_residuals():
     assert clip_widening(0.97, 0.05) == 1.0  # already fewer than 5 % beyond
     assert clip_widening(0.8, 0.0) == 1.0
     assert clip_widening(0.5, 0.05) > clip_widening(0.8, 0.05) > 1.0
+
+
+def test_the_interval_configuration_shrinks_an_estimate_whose_interval_is_infinite():
+    """With an infinite interval ("cannot tell") the estimate shown is shrunk as the point release's is; a finite
+    interval keeps the estimate it is built around. hb94_beauty at epsilon 1: the interval is infinite by regression
+    dilution on seeds 0 and 4 (-0.360 with noise sd 0.228 shrunk to -0.214; -0.113 with 0.221 to 0)."""
+    from dpstats.algorithms.release import AlgorithmSpec, Budget, release
+    from dpstats.data.corpus import Corpus
+
+    corpus = Corpus.public()
+    spec = AlgorithmSpec("sce", "fwl_score", {}).with_intervals()
+    assert spec.params["shrink"] == 0.0 and spec.params["shrink_uninformative"] == 1.0
+    inst = corpus.instance("hb94_beauty")
+    seen = set()
+    for seed in (0, 4):
+        out = release(spec, inst.task_data(), inst.facts, Budget(1.0, 1e-6), np.random.default_rng(seed))
+        d = out.details
+        assert math.isinf(out.std_error[0]) and d["interval_check"] == "regression dilution"
+        raw, sd = d["unshrunk"], d["noise_sd"]
+        assert out.estimate[0] == pytest.approx(raw * max(0.0, 1.0 - sd**2 / raw**2), rel=1e-12)
+        seen.add(out.estimate[0] == 0.0)
+        assert (d.get("fallback") or "").startswith("shrunk to 0") == (out.estimate[0] == 0.0)
+        # without the rule the same release keeps its unshrunk estimate
+        off = release(AlgorithmSpec("sce", "fwl_score", {**spec.params, "shrink_uninformative": 0.0}),
+                      inst.task_data(), inst.facts, Budget(1.0, 1e-6), np.random.default_rng(seed))
+        assert off.estimate[0] == raw and "fallback" not in off.details
+    assert seen == {True, False}
+    finite = corpus.instance("bn92_wage2")
+    out = release(spec, finite.task_data(), finite.facts, Budget(1.0, 1e-6), np.random.default_rng(1))
+    assert math.isfinite(out.std_error[0]) and out.estimate[0] == out.details["unshrunk"]
