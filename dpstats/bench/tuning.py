@@ -313,6 +313,7 @@ def run_configs(cls: type[Algorithm], configs: Sequence[Mapping[str, Any]], prob
     def on_result(r: TrialResult) -> None:
         row = r.to_dict()
         row.pop("estimate", None)
+        row["fallback"] = bool(r.fallback)  # the trials table's flag (read_trials' reading of the stored reason)
         by_name[r.algorithm].append(row)
 
     try:

@@ -41,6 +41,19 @@ class ToyMean(Algorithm):
         return Release(est, epsilon, delta)
 
 
+class ToyFallback(ToyMean):
+    """Releases 0 as a fallback when the clip is below 4 (a released value's rule, as the defaults' guards)."""
+
+    name = "toy_fallback"
+    grid: ClassVar = {"clip": [2.0, 32.0]}
+
+    def _run(self, data, facts, epsilon, delta, rng):
+        out = super()._run(data, facts, epsilon, delta, rng)
+        if float(self.params["clip"]) >= 4.0:
+            return out
+        return Release(np.zeros(data.d), epsilon, delta, details={"fallback": "0 released: clip below 4"})
+
+
 class ToyGrid(ToyMean):
     name = "toy_grid"
     grid: ClassVar = {"clip": [6.0, 32.0, 128.0]}
@@ -265,3 +278,12 @@ def test_tuning_trials_run_under_the_benchmarks_limits(toy_corpus: Corpus) -> No
     problems, _ = tuning._problems(toy_corpus, ["toy0"])
     table = tuning.run_config(ToyInPlace, {}, problems, 1.0, 1e-6, trials=1)
     assert list(table["status"]) == ["error"] and "read-only" in table["error"][0]
+
+
+def test_tuning_scores_a_method_that_releases_fallbacks(toy_corpus: Corpus) -> None:
+    """A release's fallback reason (a string) is the trials table's flag: tuning a method with guards runs."""
+    problems, _ = tuning._problems(toy_corpus, ["toy0", "toy1"])
+    guarded, plain = tuning.run_configs(ToyFallback, [{"clip": 2.0}, {}], problems, 1.0, 1e-6, trials=2)
+    assert guarded["fallback"].tolist() == [True] * 4 and plain["fallback"].tolist() == [False] * 4
+    res = tuning.tune(ToyFallback, 1.0, trials=2, seed=3, corpus=toy_corpus)
+    assert 2.0 in {s["params"].get("clip") for s in res.train_scores} and res.params.get("clip") != 2.0
