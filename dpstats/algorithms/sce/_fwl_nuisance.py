@@ -30,9 +30,9 @@ mechanism, ``Delta^2/(2 sigma^2)`` for the Gaussian Gram or pair scatter.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -48,6 +48,8 @@ from dpstats.algorithms.sce._utils import (
 )
 from dpstats.algorithms.sce._within import (
     PAIR_QUANTILE_SENSITIVITY,
+    AbsDiff,
+    ClippedDiffNorm,
     WithinCells,
     group_ids,
     pair_scatter_sensitivity,
@@ -487,10 +489,7 @@ def _partial_out_within(
     e_em = em_epsilon(scale_share * rho / (n_private + 1), bound=EM_BOUND)
     c: int | np.integer[Any]  # the column loops run over numpy indices and over range(p)
     for c in np.flatnonzero(free):
-        col = W[:, c]
-        # cast: mypy cannot infer a lambda with a default argument against a two-argument Callable
-        sc = private_pair_quantile(cells, cast("Callable[[np.ndarray, np.ndarray], np.ndarray]",
-                                               lambda i, k, col=col: np.abs(col[i] - col[k])), 0.5, positive_grid(),
+        sc = private_pair_quantile(cells, AbsDiff(W[:, c]), 0.5, positive_grid(),
                                    e_em, rng, acc=acc, mechanism=f"grid median of within pair differences ({names[c]})",
                                    bound=EM_BOUND, nonzero=True)
         scale[c] = scale_factor * sc
@@ -498,7 +497,7 @@ def _partial_out_within(
     # a quantile level the mechanism can locate, from public counts (the score sensitivity is at most 3)
     q_row = adaptive_quantile(int(cells.public_weight), e_em / PAIR_QUANTILE_SENSITIVITY, kappa, q_max=q_row_max)
     B = private_pair_quantile(
-        cells, lambda i, k: np.linalg.norm(np.clip(Sd[i] - Sd[k], -col_clip, col_clip), axis=1), q_row,
+        cells, ClippedDiffNorm(Sd, col_clip), q_row,
         positive_grid(1e-3, 1e4), e_em, rng, acc=acc, mechanism="grid quantile (pair difference norm)",
         bound=EM_BOUND, nonzero=False, note=f"q={q_row:.4g}")
     # ---- stage 1b: noisy pair scatter of (controls, x, y), laid out as the Gram (index 0, the constant, unused)

@@ -42,7 +42,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -50,6 +51,9 @@ from dpstats.privacy.accounting import Accountant, EMBound
 
 __all__ = [
     "WithinCells",
+    "AbsDiff",
+    "ClippedDiffNorm",
+    "ClippedDiffProducts",
     "group_ids",
     "within_cells",
     "PAIR_SUM_SENSITIVITY",
@@ -82,6 +86,69 @@ def group_ids(D: np.ndarray) -> np.ndarray:
     return np.where(D.any(axis=1), np.argmax(D, axis=1) + 1, 0)
 
 
+class AbsDiff:
+    """The pair function ``|x_i - x_j|`` of a vector ``x``, callable on row indices ``(i, j)``.
+
+    :class:`WithinCells` evaluates it on a copy of ``x`` in cell order, so
+    that its gathers read neighbouring memory; the values are the same.
+    """
+
+    def __init__(self, x: np.ndarray) -> None:
+        self.x = x
+
+    def __call__(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        return np.asarray(np.abs(self.x[i] - self.x[j]))
+
+    def in_cell_order(self, rows: np.ndarray) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        """The same function of positions in ``rows`` (rows ``rows[a]``, ``rows[b]``)."""
+        xs = self.x[rows]
+        return lambda a, b: np.abs(xs[a] - xs[b])
+
+
+class ClippedDiffNorm:
+    """The pair function ``||clip(r_i - r_j, +-col_clip)||`` of the rows of ``R``, callable on row indices ``(i, j)``."""
+
+    def __init__(self, R: np.ndarray, col_clip: float = math.inf) -> None:
+        self.R = R
+        self.col_clip = col_clip
+
+    def __call__(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        return np.asarray(np.linalg.norm(np.clip(self.R[i] - self.R[j], -self.col_clip, self.col_clip), axis=1))
+
+
+class ClippedDiffProducts:
+    """The pair function ``(du dv, du^2, dv^2)`` with ``du = clip(u_i - u_j, +-C_u)``, ``dv = clip(v_i - v_j, +-C_v)``.
+
+    Callable on row indices ``(i, j)``; returns an array of shape ``(3, pairs)``.
+    """
+
+    def __init__(self, u: np.ndarray, v: np.ndarray, C_u: float, C_v: float) -> None:
+        self.u, self.v, self.C_u, self.C_v = u, v, C_u, C_v
+
+    def __call__(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        du = np.clip(self.u[i] - self.u[j], -self.C_u, self.C_u)
+        dv = np.clip(self.v[i] - self.v[j], -self.C_v, self.C_v)
+        return np.vstack([du * dv, du * du, dv * dv])
+
+    def in_cell_order(self, rows: np.ndarray) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        """The same function of positions in ``rows``, writing its three rows straight into one array."""
+        us, vs = self.u[rows], self.v[rows]
+        C_u, C_v = self.C_u, self.C_v
+
+        def f(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            out = np.empty((3, a.size))
+            du = np.subtract(us[a], us[b])
+            np.clip(du, -C_u, C_u, out=du)
+            dv = np.subtract(vs[a], vs[b])
+            np.clip(dv, -C_v, C_v, out=dv)
+            np.multiply(du, dv, out=out[0])
+            np.multiply(du, du, out=out[1])
+            np.multiply(dv, dv, out=out[2])
+            return out
+
+        return f
+
+
 @dataclass(frozen=True)
 class WithinCells:
     """Rows by cell (only cells with two rows or more) and the public split factor ``K``."""
@@ -92,6 +159,8 @@ class WithinCells:
     n: int  #: public: rows of the design
     #: the absorbed level (0 .. levels - 1, as :func:`group_ids`) of each cell (private: which rows it holds)
     cell_levels: tuple[int, ...] = ()
+    #: the rows of all cells in cell order, and the chunk plans of :meth:`_pair_positions` by chunk size
+    _memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def by_level_group(self, J: int) -> list[WithinCells]:
         """The cells split into ``J`` groups of levels, level ``l`` in group ``l mod J`` (a public rule on levels).
@@ -103,31 +172,103 @@ class WithinCells:
                             K=self.K, levels=self.levels, n=self.n,
                             cell_levels=tuple(lv for lv in self.cell_levels if lv % J == g)) for g in range(J)]
 
+    @property
+    def rows(self) -> np.ndarray:
+        """The rows of all cells, cell after cell (the positions of :meth:`_pair_positions` index it)."""
+        if "rows" not in self._memo:
+            self._memo["rows"] = np.concatenate(self.cells) if self.cells else np.zeros(0, dtype=np.int64)
+        rows: np.ndarray = self._memo["rows"]
+        return rows
+
+    def _plan(self, chunk: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """The chunks of :meth:`pairs` as pieces ``(offset, m, r0, r1)``: rows ``r0 .. r1 - 1`` of the cell of ``m``
+        rows starting at ``offset`` in :attr:`rows`, each paired with the cell's later rows.
+
+        A chunk closes once it holds ``chunk`` pairs or more; a cell's rows are taken ``max(1, chunk // m)`` at a
+        time, so a chunk holds fewer than about ``2 chunk`` pairs.
+        """
+        if chunk not in self._memo:
+            plan: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+            cur: list[tuple[int, int, int, int]] = []
+            size = 0
+            off = 0
+            for rows in self.cells:
+                m = rows.size
+                step = max(1, chunk // m)
+                for r0 in range(0, m - 1, step):
+                    r1 = min(r0 + step, m - 1)
+                    cur.append((off, m, r0, r1))
+                    # pairs of rows r0 .. r1 - 1: the sum of m - 1 - a over them
+                    size += (r1 - r0) * (m - 1) - (r0 + r1 - 1) * (r1 - r0) // 2
+                    if size >= chunk:
+                        plan.append(_columns(cur))
+                        cur, size = [], 0
+                off += m
+            if size:
+                plan.append(_columns(cur))
+            self._memo[chunk] = plan
+        out: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = self._memo[chunk]
+        return out
+
+    def _pair_positions(self, chunk: int = 1 << 20) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Chunks ``(a, b, w)`` of all within-cell pairs as positions in :attr:`rows` and their weights ``1 / n_cell``.
+
+        The pairs of :meth:`pairs`, in the same order and chunks.
+        """
+        for off, m, r0, r1 in self._plan(chunk):
+            na = r1 - r0
+            piece = np.repeat(np.arange(na.size), na)
+            a = r0[piece] + (np.arange(piece.size) - np.repeat(np.cumsum(na) - na, na))
+            ms = m[piece]
+            lens = ms - 1 - a
+            starts = np.repeat(np.cumsum(lens) - lens, lens)
+            ai = np.repeat(off[piece] + a, lens)
+            yield ai, ai + 1 + (np.arange(starts.size) - starts), np.repeat(1.0 / ms, lens)
+
     def pairs(self, chunk: int = 1 << 20) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Chunks ``(i, j, w)`` of all within-cell pairs ``i < j`` and their weights ``1 / n_cell``."""
-        I: list[np.ndarray] = []
-        J: list[np.ndarray] = []
-        W: list[np.ndarray] = []
-        size = 0
-        for rows in self.cells:
-            m = rows.size
-            step = max(1, chunk // m)
-            for r0 in range(0, m - 1, step):
-                a = np.arange(r0, min(r0 + step, m - 1))
-                lens = m - 1 - a
-                tot = int(lens.sum())
-                ai = np.repeat(a, lens)
-                starts = np.repeat(np.cumsum(lens) - lens, lens)
-                bj = ai + 1 + (np.arange(tot) - starts)
-                I.append(rows[ai])
-                J.append(rows[bj])
-                W.append(np.full(tot, 1.0 / m))
-                size += tot
-                if size >= chunk:
-                    yield np.concatenate(I), np.concatenate(J), np.concatenate(W)
-                    I, J, W, size = [], [], [], 0
-        if size:
-            yield np.concatenate(I), np.concatenate(J), np.concatenate(W)
+        rows = self.rows
+        for a, b, w in self._pair_positions(chunk):
+            yield rows[a], rows[b], w
+
+    def _values(self, f: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Chunks ``(f(i, j), w)`` over all pairs; a pair function of this module is evaluated in cell order."""
+        if isinstance(f, ClippedDiffNorm):
+            for _, nrm, w in self._clipped_diffs(f.R, f.col_clip):
+                yield nrm, w
+        elif isinstance(f, (AbsDiff, ClippedDiffProducts)):
+            g = f.in_cell_order(self.rows)
+            for a, b, w in self._pair_positions():
+                yield g(a, b), w
+        else:
+            for i, j, w in self.pairs():
+                yield f(i, j), w
+
+    def _clipped_diffs(self, R: np.ndarray, col_clip: float) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Chunks ``(D, ||D||, w)`` of the clipped pair differences ``D = clip(r_i - r_j, +-col_clip)`` (pairs by rows).
+
+        ``D`` and the norms are views of buffers that the next chunk overwrites. The norms are computed as
+        :func:`numpy.linalg.norm` computes them (the row sums of ``D * D`` by ``np.add.reduce``, then the square
+        root), on arrays of the same shape and layout, so they are the same numbers.
+        """
+        Rs = np.ascontiguousarray(R[self.rows], dtype=float)
+        p = Rs.shape[1]
+        D_buf = sq_buf = nrm_buf = np.zeros(0)
+        for a, b, w in self._pair_positions():
+            N = a.size
+            if D_buf.size < N * p:
+                D_buf, sq_buf, nrm_buf = np.empty(N * p), np.empty(N * p), np.empty(N)
+            D = D_buf[:N * p].reshape(N, p)
+            sq = sq_buf[:N * p].reshape(N, p)
+            nrm = nrm_buf[:N]
+            np.take(Rs, a, axis=0, out=D, mode="clip")
+            np.take(Rs, b, axis=0, out=sq, mode="clip")
+            np.subtract(D, sq, out=D)
+            np.clip(D, -col_clip, col_clip, out=D)
+            np.multiply(D, D, out=sq)
+            np.add.reduce(sq, axis=1, out=nrm)
+            np.sqrt(nrm, out=nrm)
+            yield D, nrm, w
 
     def weighted_sum(self, f: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> float:
         """``sum_cells (1 / n_cell) sum_{i < j} f(i, j)`` for a vectorised pair function ``f``."""
@@ -136,8 +277,8 @@ class WithinCells:
     def weighted_sums(self, f: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
         """Several weighted pair sums in one pass: ``f(i, j)`` returns an array of shape ``(k, pairs)``."""
         total: np.ndarray | None = None
-        for i, j, w in self.pairs():
-            part = np.asarray(f(i, j)) @ w
+        for v, w in self._values(f):
+            part = np.asarray(v) @ w
             total = part if total is None else total + part
         return np.zeros(0) if total is None else total
 
@@ -149,12 +290,16 @@ class WithinCells:
         """
         p = R.shape[1]
         M = np.zeros((p, p))
-        for i, j, w in self.pairs():
-            D = np.clip(R[i] - R[j], -col_clip, col_clip)
+        Dw_buf = np.zeros(0)
+        for D, nrm, w in self._clipped_diffs(R, col_clip):
+            N = w.size
             if math.isfinite(B):
-                nrm = np.linalg.norm(D, axis=1)
-                D = D * np.minimum(1.0, B / np.maximum(nrm, 1e-300))[:, None]
-            M += (D * w[:, None]).T @ D
+                np.multiply(D, np.minimum(1.0, B / np.maximum(nrm, 1e-300))[:, None], out=D)
+            if Dw_buf.size < N * p:
+                Dw_buf = np.empty(N * p)
+            Dw = Dw_buf[:N * p].reshape(N, p)
+            np.multiply(D, w[:, None], out=Dw)
+            M += Dw.T @ D
         return M
 
     def weighted_counts(self, f: Callable[[np.ndarray, np.ndarray], np.ndarray], grid: np.ndarray,
@@ -165,8 +310,7 @@ class WithinCells:
         """
         hist = np.zeros(grid.size + 1)
         total = 0.0
-        for i, j, w in self.pairs():
-            v = f(i, j)
+        for v, w in self._values(f):
             if nonzero:
                 keep = v > 0
                 v, w = v[keep], w[keep]
@@ -178,6 +322,12 @@ class WithinCells:
     def public_weight(self) -> float:
         """A public stand-in for the total pair weight ``sum (n_cell - 1) / 2``: ``(n - levels K) / 2`` (for quantile levels)."""
         return max(0.5 * (self.n - self.levels * self.K), 1.0)
+
+
+def _columns(pieces: list[tuple[int, int, int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The four columns of a list of pieces ``(offset, m, r0, r1)`` as integer arrays."""
+    a = np.array(pieces, dtype=np.int64).T
+    return a[0], a[1], a[2], a[3]
 
 
 def within_cells(groups: np.ndarray, levels: int, rng: np.random.Generator, m_cell: int) -> WithinCells:

@@ -35,7 +35,6 @@ Accounting is zCDP (exponential mechanisms ``eps^2/8``; Gaussian
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
@@ -63,6 +62,8 @@ from dpstats.algorithms.sce._within import (
     PAIR_QUANTILE_SENSITIVITY,
     PAIR_SQUARE_SENSITIVITY,
     PAIR_SUM_SENSITIVITY,
+    AbsDiff,
+    ClippedDiffProducts,
     private_pair_quantile,
 )
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
@@ -224,10 +225,7 @@ def fwl_score_release(
             q_uv = adaptive_quantile(int(cells.public_weight), e_q / PAIR_QUANTILE_SENSITIVITY, kappa)
             for k, (vec, mult, cap, lab) in enumerate([(u, c_u, B_u, "u"), (v, c_v, B_v, "v")]):
                 if need[k]:
-                    # cast: mypy cannot infer a lambda with a default argument against a two-argument Callable
-                    qk = private_pair_quantile(cells, cast("Callable[[np.ndarray, np.ndarray], np.ndarray]",
-                                                           lambda i, m, vec=vec: np.abs(vec[i] - vec[m])), q_uv,
-                                               clip_grid, e_q, rng, acc=acc,
+                    qk = private_pair_quantile(cells, AbsDiff(vec), q_uv, clip_grid, e_q, rng, acc=acc,
                                                mechanism=f"grid quantile |{lab}_i - {lab}_j| within",
                                                bound=EM_BOUND, nonzero=False, note=f"q={q_uv:.4g}")
                     if k == 0:
@@ -267,10 +265,8 @@ def fwl_score_release(
     sig_T = k_T * C_u**2 / math.sqrt(2.0 * rho_T)
     S_k = T_k = None
     if within:
-        def _sums(i: np.ndarray, m: np.ndarray) -> np.ndarray:
-            du = np.clip(u[i] - u[m], -C_u, C_u)
-            dv = np.clip(v[i] - v[m], -C_v, C_v)
-            return np.vstack([du * dv, du * du, dv * dv])
+        # the pair terms (clip(du) clip(dv), clip(du)^2, clip(dv)^2) of S, T and R
+        _sums = ClippedDiffProducts(u, v, C_u, C_v)
 
     if within and J:
         assert cells is not None
