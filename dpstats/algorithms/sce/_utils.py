@@ -29,7 +29,7 @@ identified. Replacing one row changes the statistics of one block only.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
@@ -39,6 +39,8 @@ from dpstats.privacy.mechanisms import log_grid, signed_log_grid
 from dpstats.privacy.quantiles import private_grid_cell, private_grid_index
 
 __all__ = [
+    "BlockBatches",
+    "block_batches",
     "BlockStats",
     "random_blocks",
     "block_fwl",
@@ -111,18 +113,21 @@ def random_blocks(n: int, k: int, rng: np.random.Generator) -> list[np.ndarray]:
     return np.array_split(perm, k)
 
 
-def _fwl_batch(Xb: np.ndarray, yb: np.ndarray, j: int, wb: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _fwl_batch(Xb: np.ndarray, yb: np.ndarray, j: int, wb: np.ndarray | None,
+               work: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """FWL statistics for a batch of equal-size blocks ``Xb`` (g, m, d), ``yb`` (g, m).
 
     Works from each block's cross-products ``X'X`` and ``X'y``: with ``Z`` the
     columns other than ``j`` (scaled to unit norm for conditioning; the
     projection is invariant to column scaling), ``gamma = (Z'Z)^+ Z'x``,
-    ``D = x'x - gamma' Z'x`` and ``N = x'y - gamma' Z'y``.
+    ``D = x'x - gamma' Z'x`` and ``N = x'y - gamma' Z'y``. With weights
+    ``wb`` the weighted rows go to ``work`` when given (a C-contiguous
+    array of ``Xb``'s shape, overwritten).
     """
     g, m, d = Xb.shape
     if wb is not None:
         sw = np.sqrt(wb)
-        Xb = Xb * sw[:, :, None]
+        Xb = Xb * sw[:, :, None] if work is None else np.multiply(Xb, sw[:, :, None], out=work)
         yb = yb * sw
     G = np.matmul(Xb.transpose(0, 2, 1), Xb)
     c = np.einsum("gmd,gm->gd", Xb, yb)
@@ -151,8 +156,43 @@ def _fwl_batch(Xb: np.ndarray, yb: np.ndarray, j: int, wb: np.ndarray | None) ->
     return N, D, valid
 
 
+@dataclass(frozen=True)
+class BlockBatches:
+    """Blocks grouped by size, each group's rows gathered once (for repeated :func:`block_fwl` calls on one split).
+
+    ``groups`` holds ``(which, idx, X[idx], y[idx])`` per block size, in
+    increasing size: the blocks ``which`` of that size and their rows
+    ``idx`` (one block a row).
+    """
+
+    sizes: np.ndarray
+    groups: tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], ...]
+    #: per group, an array of ``X[idx]``'s shape for the weighted rows (made on first use, then overwritten)
+    _work: dict[int, np.ndarray] = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    def work(self, g: int) -> np.ndarray:
+        """The buffer for the weighted rows of group ``g``."""
+        if g not in self._work:
+            self._work[g] = np.empty(self.groups[g][2].shape)
+        return self._work[g]
+
+
+def block_batches(X: np.ndarray, y: np.ndarray, blocks: list[np.ndarray]) -> BlockBatches:
+    """The :class:`BlockBatches` of ``blocks``."""
+    sizes = np.array([len(b) for b in blocks], dtype=int)
+    # rows are gathered from a row-major copy: the same values, read row by row
+    Xc = np.ascontiguousarray(X)
+    groups = []
+    for m in np.unique(sizes):
+        which = np.flatnonzero(sizes == m)
+        idx = np.stack([blocks[i] for i in which])
+        groups.append((which, idx, Xc[idx], y[idx]))
+    return BlockBatches(sizes=sizes, groups=tuple(groups))
+
+
 def block_fwl(
-    X: np.ndarray, y: np.ndarray, j: int, blocks: list[np.ndarray], weights: np.ndarray | None = None
+    X: np.ndarray, y: np.ndarray, j: int, blocks: list[np.ndarray], weights: np.ndarray | None = None,
+    batches: BlockBatches | None = None,
 ) -> BlockStats:
     """Frisch-Waugh statistics of every block.
 
@@ -167,6 +207,9 @@ def block_fwl(
     weights : ndarray, shape (n,), optional
         Row weights (weighted least squares within each block; used by the
         bag of little bootstraps).
+    batches : BlockBatches, optional
+        :func:`block_batches` of ``X``, ``y`` and ``blocks``, for calls
+        that repeat one split with different weights.
 
     Returns
     -------
@@ -176,14 +219,13 @@ def block_fwl(
     N = np.zeros(k)
     D = np.zeros(k)
     valid = np.zeros(k, dtype=bool)
-    sizes = np.array([len(b) for b in blocks], dtype=int)
-    for m in np.unique(sizes):
-        which = np.flatnonzero(sizes == m)
-        idx = np.stack([blocks[i] for i in which])
+    if batches is None:
+        batches = block_batches(X, y, blocks)
+    for g, (which, idx, Xg, yg) in enumerate(batches.groups):
         wb = None if weights is None else weights[idx]
-        Nb, Db, vb = _fwl_batch(X[idx], y[idx], j, wb)
+        Nb, Db, vb = _fwl_batch(Xg, yg, j, wb, None if wb is None else batches.work(g))
         N[which], D[which], valid[which] = Nb, Db, vb
-    return BlockStats(N=N, D=D, valid=valid, sizes=sizes)
+    return BlockStats(N=N, D=D, valid=valid, sizes=batches.sizes)
 
 
 def choose_blocks(n: int, d: int, rows_per_param: float = 3.0, min_extra: int = 10, k_max: int | None = None) -> int:

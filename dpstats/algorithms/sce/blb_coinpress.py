@@ -42,6 +42,7 @@ from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, Task
 from dpstats.algorithms.registry import register
 from dpstats.algorithms.sce._utils import (
     EM_BOUND,
+    block_batches,
     block_fwl,
     choose_blocks,
     positive_grid,
@@ -77,11 +78,13 @@ def blb_subset_estimates(
     n = X.shape[0]
     k = len(blocks)
     est = np.full((r, k), np.nan)
+    # the subsets' rows are gathered once for all resamples
+    batches = block_batches(X, y, blocks)
     for s in range(r):
         w = np.zeros(n)
         for idx in blocks:
             w[idx] = rng.multinomial(n, np.full(idx.size, 1.0 / idx.size))
-        bs = block_fwl(X, y, j, blocks, weights=w)
+        bs = block_fwl(X, y, j, blocks, weights=w, batches=batches)
         est[s, bs.valid] = bs.N[bs.valid] / bs.D[bs.valid]
     ok = np.sum(np.isfinite(est), axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
