@@ -247,9 +247,9 @@ class WithinCells:
     def _clipped_diffs(self, R: np.ndarray, col_clip: float) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Chunks ``(D, ||D||, w)`` of the clipped pair differences ``D = clip(r_i - r_j, +-col_clip)`` (pairs by rows).
 
-        ``D`` and the norms are views of buffers that the next chunk overwrites. The norms are computed as
-        :func:`numpy.linalg.norm` computes them (the row sums of ``D * D`` by ``np.add.reduce``, then the square
-        root), on arrays of the same shape and layout, so they are the same numbers.
+        ``D`` and the norms are views of buffers that the next chunk overwrites (``take`` in mode ``clip`` writes
+        straight into them; the positions are in range). The norms are those of :func:`numpy.linalg.norm`: the row
+        sums of ``D * D`` by ``np.add.reduce`` on arrays of the same shape and layout, then the square root.
         """
         Rs = np.ascontiguousarray(R[self.rows], dtype=float)
         p = Rs.shape[1]
