@@ -11,6 +11,7 @@ algorithms; every trial within the protocol's 60 s.
 Usage::
 
     .venv/bin/python benchmarks/bench_algorithms.py [--task sce] [--seeds 3] [--studies 8] [--json out.json]
+    .venv/bin/python benchmarks/bench_algorithms.py --task sce --instance fetter13_ols --algorithm fwl_score blb_coinpress
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--studies", type=int, default=8)
     ap.add_argument("--instance", nargs="*", help="explicit instance ids instead of the spread")
+    ap.add_argument("--algorithm", nargs="*", help="only these roster entries (default: every one)")
     ap.add_argument("--json", help="write the table as JSON here")
     args = ap.parse_args()
     corpus = Corpus.public()
@@ -68,6 +70,8 @@ def main() -> None:
         ids = [i for i in (args.instance or pick_instances(corpus, task, args.studies)) if corpus.spec(i).task == task]
         insts = [corpus.instance(i) for i in ids]
         for cfg in list_configurations(task):
+            if args.algorithm and cfg.name not in args.algorithm:
+                continue
             per_inst = []
             meds = []
             worst = 0.0
