@@ -236,7 +236,9 @@ def test_fwl_score_unresolved_controls_make_the_interval_infinite(corpus, iid, e
     infinite ("unresolved controls") while the point release and the ledger stay exactly as with the check
     off. On card95_ols_full and bm04_call (few controls) the check stays quiet. The check belongs to the
     row-level path, run here with ``absorb=0``: by default the state effects of cigar_panel and guns_fe are
-    absorbed (tests/algorithms/sce/test_calibration_fwl_absorb.py).
+    absorbed (tests/algorithms/sce/test_calibration_fwl_absorb.py). With ``shrink_uninformative`` (the interval
+    configuration's 1) an estimate whose interval the check made infinite is then shrunk, a function of that
+    same release; the comparison runs with it off.
     """
     cls = get("sce", "fwl_score")
     inst = corpus.instance(iid)
@@ -245,8 +247,9 @@ def test_fwl_score_unresolved_controls_make_the_interval_infinite(corpus, iid, e
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             # the count of rows beyond the clips off, so that this check alone decides
-            outs[mf] = cls(**{**cls.interval_params, "tail_share": 0.0}, max_floored=mf, absorb=0).run(
-                inst.task_data(), inst.facts, eps, DELTA, np.random.default_rng(3))
+            outs[mf] = cls(**{**cls.interval_params, "tail_share": 0.0, "shrink_uninformative": 0.0},
+                           max_floored=mf, absorb=0).run(inst.task_data(), inst.facts, eps, DELTA,
+                                                         np.random.default_rng(3))
     on, off = outs[cls.defaults["max_floored"].value], outs[0]
     assert on.estimate[0] == off.estimate[0]
     assert [e[:3] for e in on.ledger] == [e[:3] for e in off.ledger]
