@@ -234,9 +234,11 @@ class Algorithm(Configurable, ABC):
 
     A wrapper (``wraps`` set in its class body) that does not declare
     ``interval_covers``, ``interval_covers_within``,
-    ``interval_covers_cluster``, ``interval_robust`` or
-    ``interval_validated`` takes them from the algorithm it wraps: its
-    interval is a coordinate of that one's.
+    ``interval_covers_cluster`` or ``interval_robust`` takes them from the
+    algorithm it wraps: its interval is a coordinate of that one's. It does
+    not take ``interval_validated``: the judgement is made on the corpus's
+    instances of its own task (the coordinate of a vector interval that holds
+    on the linreg instances missed on single-coefficient designs).
     """
 
     name: ClassVar[str] = ""
@@ -261,8 +263,7 @@ class Algorithm(Configurable, ABC):
 
     #: the attributes a wrapper takes from the algorithm it wraps unless it declares them
     _WRAPPER_TAKES: ClassVar[tuple[str, ...]] = (
-        "interval_covers", "interval_covers_within", "interval_covers_cluster", "interval_robust",
-        "interval_validated")
+        "interval_covers", "interval_covers_within", "interval_covers_cluster", "interval_robust")
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
