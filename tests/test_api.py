@@ -363,7 +363,7 @@ def test_result_wraps_the_release(mroz: pd.DataFrame) -> None:
     it makes read-only; conf_int is the Release's; without inference the result shows no interval."""
     from dpstats.algorithms.base import Decline, Release
 
-    res = private_ols(mroz, FORMULA, bounds=BOUNDS, seed=3, epsilon=10.0)
+    res = private_mean(mroz, ["educ", "age"], bounds={"educ": (0, 20), "age": (18, 65)}, seed=3, epsilon=10.0)
     rel = res.release
     assert isinstance(rel, Release) and res.ledger is rel.ledger and res.estimate is rel.estimate
     assert res.std_error is rel.std_error and res.df == rel.df

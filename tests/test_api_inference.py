@@ -146,26 +146,21 @@ def test_wage1_mean_interval_covers_population_mean(wage1: pd.DataFrame) -> None
 def test_ols_interval_covers_every_coefficient_often(wage1: pd.DataFrame) -> None:
     truth = smf.ols(FORMULA, wage1).fit().params.to_numpy()
     # dpnewton's skewed tenure column loses its tail to the box: 0.83-0.93 coverage (docs/inference.md, limits);
-    # ssp_bootstrap's interval is the benchmark's (the API does not offer it), run at the algorithm layer
+    # neither interval is offered by the API (docs/inference.md): they run at the algorithm layer
     for method, eps, kw, floor in (("ssp_bootstrap", 1.0, {"n_boot": 200}, 0.85), ("dpnewton", 30.0, {}, 0.8)):
         draws, hits = 30, np.zeros(4)
         for i in range(draws):
             rng = np.random.default_rng(1300 + i)
             d = wage1.iloc[rng.integers(0, len(wage1), len(wage1))].reset_index(drop=True)
-            if method == "dpnewton":
-                ci = _quiet(private_ols, d, FORMULA, epsilon=eps, seed=i, method=method, **kw).conf_int()
-                lo, hi = ci["conf.low"].to_numpy(), ci["conf.high"].to_numpy()
-            else:
-                lo, hi = _interval_release(d, "linreg", method, eps, i, **kw).conf_int()
+            lo, hi = _interval_release(d, "linreg", method, eps, i, **kw).conf_int()
             hits += (lo <= truth) & (truth <= hi)
         assert np.all(hits / draws >= floor), (method, hits / draws)
 
 
 def test_dpnewton_interval_is_infinite_when_the_preconditioner_is_noise(wage1: pd.DataFrame) -> None:
     """At epsilon 1 and n = 526 the noisy Gram cannot make the Newton steps contract: no finite interval."""
-    r = _quiet(private_ols, wage1, FORMULA, epsilon=1.0, seed=4)
-    assert r.method == "dpnewton" and not np.any(np.isfinite(r.std_error))
-    assert set(r.uninformative_terms()) == set(r.terms) and r.uninformative is True
+    out = _interval_release(wage1, "linreg", "dpnewton", 1.0, 4)
+    assert not np.any(np.isfinite(out.std_error))
 
 
 def test_result_carries_std_error_and_broom_columns(wage1: pd.DataFrame) -> None:
@@ -271,7 +266,8 @@ def test_uninformative_interval_is_flagged() -> None:
 def test_interval_methods_are_standard_and_registered() -> None:
     for task, name in INFERENCE_METHODS.items():
         cls = get(task, name)
-        assert cls.interpretation == "standard" and cls.intervals and cls.interval_validated
+        # private_ols's method is not offered at present (docs/inference.md, "Which methods give intervals")
+        assert cls.interpretation == "standard" and cls.intervals and cls.interval_validated == (task != "linreg")
     assert {a.name for a in list_algorithms("mean") if a.intervals} == {"kv_interval",
                                                                                           "adaptive_whiten"}
     from dpstats.api import DEFAULT_METHODS
@@ -309,7 +305,8 @@ def test_ssp_bootstrap_interval_is_infinite_when_bounds_were_chosen_privately(wa
 
 
 @pytest.mark.parametrize("task, method", [("mean", "kv_interval"), ("sce", "ssp_bootstrap"), ("linreg", "ssp_bootstrap"),
-                                          ("sce", "blb_coinpress"), ("sce", "sa_coef_interval"), ("sce", "dpnewton")])
+                                          ("sce", "blb_coinpress"), ("sce", "sa_coef_interval"), ("sce", "dpnewton"),
+                                          ("linreg", "dpnewton")])
 def test_api_gives_no_interval_from_a_method_not_judged_per_instance(wage1: pd.DataFrame, task: str,
                                                                      method: str) -> None:
     """Intervals that miss far more often than 5 % on some corpus data sets are not handed to an economist.
@@ -323,13 +320,15 @@ def test_api_gives_no_interval_from_a_method_not_judged_per_instance(wage1: pd.D
     assert get(task, method).intervals and not get(task, method).interval_validated
     r = _quiet(call)
     assert r.method == method and r.released and not r.has_interval and r.std_error is None
-    with pytest.raises(ValueError, match=rf"^inference: the intervals of method '{method}' are not offered here: "
-                                         r".*one data set at a time.* Use one of (fwl_score|dpnewton|adaptive_whiten)"):
+    pattern = (r"^inference: private_ols\(\) offers no interval at present" if task == "linreg" else
+               rf"^inference: the intervals of method '{method}' are not offered here: .*one data set at a time.* "
+               r"Use one of (fwl_score|adaptive_whiten)")
+    with pytest.raises(ValueError, match=pattern):
         _quiet(call, inference=True)
     offered = {(a.task, a.name) for t in ("sce", "linreg", "mean") for a in list_algorithms(t, opt_in=True)
                if a.interval_validated}
-    # the three defaults; the sce coefficient of dpnewton is judged on the sce instances, where it misses
-    assert offered == {("sce", "fwl_score"), ("linreg", "dpnewton"), ("mean", "adaptive_whiten")}
+    # the defaults of private_coef and private_mean; dpnewton missed on single-coefficient designs
+    assert offered == {("sce", "fwl_score"), ("mean", "adaptive_whiten")}
     assert all(get(t, m).intervals for t, m in offered)
 
 

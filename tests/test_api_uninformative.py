@@ -12,7 +12,6 @@ import dataclasses
 import math
 import warnings
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -187,9 +186,9 @@ def test_a_decline_is_uninformative_with_a_remedy(mroz: pd.DataFrame) -> None:
     assert "  Uninformative: " + r.uninformative_reason in r.summary()
 
 
-def test_the_ols_vector_names_its_infinite_terms(mroz: pd.DataFrame) -> None:
+def test_the_ols_vector_is_a_point_release_while_no_interval_is_offered(mroz: pd.DataFrame) -> None:
+    """private_ols's method's intervals missed on single-coefficient designs: it gives point estimates only."""
     r = _quiet(private_ols, mroz, FORMULA, epsilon=1.0, seed=2, bounds=BOUNDS)
-    if r.fallback or np.any(np.isfinite(r.std_error)):
-        pytest.skip("dpnewton's interval on this seed is no longer infinite without a fallback")
-    assert r.uninformative_terms() == r.terms
-    assert r.uninformative_reason.startswith("The 95% interval of Intercept, educ, exper, expersq is infinite")
+    assert r.released and not r.has_interval and r.std_error is None and r.uninformative_terms() == ()
+    with pytest.raises(ValueError, match=r"^inference: private_ols\(\) offers no interval at present"):
+        _quiet(private_ols, mroz, FORMULA, epsilon=1.0, seed=2, bounds=BOUNDS, inference=True)

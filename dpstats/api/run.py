@@ -36,6 +36,7 @@ from dpstats.api.inputs import (
     _warn_delta,
     _warn_missing,
 )
+from dpstats.api.methods import _TASK_FUNC
 from dpstats.api.result import PrivateResult
 from dpstats.data.corpus import InstanceSpec
 from dpstats.data.instance import build_instance
@@ -72,6 +73,11 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
         inference = bool(cls.intervals and cls.interval_validated)
     if inference and not (cls.intervals and cls.interval_validated):
         with_ci = ", ".join(a.name for a in list_algorithms(task) if a.intervals and a.interval_validated)
+        if not with_ci:
+            raise ValueError(f"inference: {_TASK_FUNC[task]}() offers no interval at present: the intervals of its "
+                             "methods miss far more often than 5 % on some data sets of the public corpus "
+                             "(docs/inference.md, 'Which methods give intervals'). Use inference=False for the "
+                             "point estimate, or private_coef() for one coefficient with its interval")
         if not cls.intervals:
             raise ValueError(f"inference: method {name!r} gives no standard error or interval; use one of {with_ci} "
                              "(or method=None), or inference=False")
@@ -261,8 +267,9 @@ def private_coef(data: Any, formula: str, coef: str, epsilon: float, delta: floa
         Release a private standard error and confidence interval with the
         estimate, within the same budget (``res.std_error``,
         ``res.conf_int()``). ``None`` (the default): whenever the method
-        gives intervals that are offered, as every default method does
-        (``INFERENCE_METHODS``; ``docs/inference.md`` gives each method's
+        gives intervals that are offered, as the defaults of
+        ``private_coef`` and ``private_mean`` do (``private_ols``'s does not
+        at present; ``docs/inference.md`` gives each method's
         budget split between estimate and uncertainty, and which methods'
         intervals are offered: those judged one data set at a time on the
         public corpus). ``True``: a method without intervals, or whose

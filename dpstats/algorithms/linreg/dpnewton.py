@@ -465,8 +465,9 @@ class DPNewton(Algorithm):
     interval_covers = ("sampling error of independent rows (heteroskedasticity-robust sandwich of the clipped "
                        "Newton score) and the privacy noise; not clustered sampling error, nor clipping bias")
     interval_robust = True
-    # judged per instance on the public corpus (docs/benchmark/inference.md, per-instance validity)
-    interval_validated = True
+    # not offered by the API: on simple designs with a rare binary regressor the gradient clip cuts the few rows
+    # that carry the slope and the interval misses (docs/inference.md, "Which methods give intervals")
+    interval_validated = False
 
 
 coefficient_of(DPNewton)

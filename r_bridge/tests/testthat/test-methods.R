@@ -159,8 +159,8 @@ test_that("vcov: squared standard errors on the diagonal, NA off it, named by th
   expect_identical(unname(sqrt(diag(vcov(mroz_release(1)$r)))), Inf)
   # several terms: the covariances are not released, so NA rather than 0
   mroz <- mroz_data()
-  o <- quiet_missing(seeded(dp_ols(lwage ~ educ + exper, mroz, epsilon = 10, bounds = list(educ = c(0, 20)),
-                                   seed = 1)))
+  o <- seeded(dp_mean(mroz, c("educ", "age"), epsilon = 10, seed = 1,
+                      bounds = list(educ = c(0, 20), age = c(18, 65))))
   # with several terms a note says the covariances are unknown; with one there is nothing off the diagonal
   expect_message(vo <- vcov(o), "off-diagonal entries are NA (unknown), not 0", fixed = TRUE,
                  class = "dpstats_vcov_na")
