@@ -320,7 +320,7 @@ def fwl_score_release(
     noise_sd = math.sqrt(sig_S**2 + (S / T) ** 2 * sig_T**2) / T * abs(unit)
     raw = est
     if shrink > 0 and est != 0:
-        est = est * max(0.0, 1.0 - shrink * noise_sd**2 / est**2)
+        est = shrunk(est, noise_sd, shrink)
     # when the private standardisation failed (too little budget for the column scales), the
     # standardised rows or residuals are orders of magnitude off unit size and the unit
     # conversion is meaningless: release 0 rather than a number of arbitrary magnitude
@@ -331,7 +331,7 @@ def fwl_score_release(
         est = 0.0
         fallback = "0 released: the private standardisation failed (" + ("scales" if not scales_ok else "Gram") + ")"
     elif raw != 0.0 and est == 0.0:
-        fallback = "shrunk to 0: the estimate is within one privacy-noise standard deviation of 0"
+        fallback = SHRUNK_TO_0
     extra: dict[str, Any] = {}
     if rho_Q > 0 or J:
         Tr = max(T_raw, sig_T)
@@ -428,6 +428,18 @@ def fwl_score_release(
         "B_u": B_u, "B_v": B_v, "sigma_S": sig_S, "sigma_T": sig_T, "private_columns": P.n_private,
         "absorbed_levels": P.absorbed_levels,
     }
+
+
+#: the fallback reason of an estimate that the shrinkage took to 0
+SHRUNK_TO_0 = "shrunk to 0: the estimate is within one privacy-noise standard deviation of 0"
+
+
+def shrunk(est: float, noise_sd: float, k: float) -> float:
+    """Positive-part shrinkage of ``est`` towards 0 by its privacy-noise z-score: ``est max(0, 1 - k sd^2 / est^2)``.
+
+    Post-processing of the released estimate and its noise standard deviation; ``est = 0`` stays 0.
+    """
+    return est if est == 0.0 else est * max(0.0, 1.0 - k * noise_sd**2 / est**2)
 
 
 def clip_widening(q: float, beyond: float) -> float:
@@ -635,9 +647,9 @@ class FWLScore(Algorithm):
             # an infinite interval says "cannot tell"; the estimate shown with it is then shrunk towards 0 as
             # the point release's is (post-processing of the released estimate and its noise sd), since no
             # interval is built around it
-            est = est * max(0.0, 1.0 - shrink_inf * det["noise_sd"] ** 2 / est**2)
+            est = shrunk(est, det["noise_sd"], shrink_inf)
             if est == 0.0:
-                det["fallback"] = "shrunk to 0: the estimate is within one privacy-noise standard deviation of 0"
+                det["fallback"] = SHRUNK_TO_0
         idf = det.pop("interval_df", None)
         if se is None:
             return self.release(est, acc, **det)
