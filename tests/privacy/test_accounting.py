@@ -14,6 +14,7 @@ from dpstats.privacy.accounting import (
     GDPAccountant,
     PureAccountant,
     ZCDPAccountant,
+    em_epsilon,
     gaussian_sigma,
     gdp_delta,
     gdp_mu,
@@ -164,3 +165,56 @@ def test_direct_gaussian_and_pure_charges_cost_their_formulas() -> None:
     assert [(s.mechanism, s.cost) for s in acc.ledger] == [("g", pytest.approx(2.0**2 / (2 * 8.0**2))),
                                                           ("p", pytest.approx(0.3**2 / 2))]
     assert acc.spent == pytest.approx(0.03125 + 0.045)
+
+
+# --------------------------------------------------------------------------
+# parts of a zCDP budget (sequential composition)
+# --------------------------------------------------------------------------
+
+
+def test_parts_charge_their_share_into_the_parent_ledger() -> None:
+    acc = ZCDPAccountant(1.0, 1e-6)
+    rng = np.random.default_rng(0)
+    a, b = acc.part(0.25, "educ"), acc.part(0.75, "exper")
+    assert (a.rho, b.rho) == pytest.approx((0.25 * acc.rho, 0.75 * acc.rho), rel=1e-12)
+    a.gaussian("sum", 1.0, sensitivity=2.0, sigma=a.gaussian_sigma(2.0, 1.0), rng=rng)
+    assert a.exhausted() and not acc.exhausted()
+    b.exponential("grid median", np.zeros(5), sensitivity=1.0, rng=rng, bound="bounded_range",
+                  epsilon=em_epsilon(0.5 * b.rho, bound="bounded_range"))
+    b.gaussian("Gram", 0.0, sensitivity=1.0, sigma=b.gaussian_sigma(1.0, 0.5), rng=rng)
+    assert b.exhausted() and acc.exhausted()
+    assert [e.mechanism for e in acc.ledger] == ["sum (educ)", "grid median (exper)", "Gram (exper)"]
+    assert [e.mechanism for e in b.ledger] == ["grid median", "Gram"]
+    # the parent's entries are the parts' (same costs, scales, sensitivities)
+    for whole, own in zip(acc.ledger, a.ledger + b.ledger, strict=True):
+        assert (whole.cost, whole.scale, whole.sensitivity, whole.kind) == (own.cost, own.scale, own.sensitivity,
+                                                                            own.kind)
+    assert acc.spent == pytest.approx(acc.rho, rel=1e-12)
+
+
+def test_a_part_refuses_more_than_its_share_before_any_draw() -> None:
+    acc = ZCDPAccountant(1.0, 1e-6)
+    part = acc.part(0.5, "educ")
+    rng = np.random.default_rng(3)
+    state = rng.bit_generator.state
+    # the part's whole share at sensitivity 1 is sigma_half; half that noise costs four times the share
+    sigma_half = part.gaussian_sigma(1.0, 1.0)
+    with pytest.raises(BudgetExceeded, match="educ"):
+        part.gaussian("sum", 0.0, sensitivity=1.0, sigma=sigma_half / 2.0, rng=rng)
+    assert acc.ledger == [] and part.ledger == [] and rng.bit_generator.state == state
+
+
+def test_parts_beyond_the_whole_are_refused_by_the_parent() -> None:
+    acc = ZCDPAccountant(1.0, 1e-6)
+    rng = np.random.default_rng(0)
+    first, second = acc.part(0.7, "a"), acc.part(0.7, "b")
+    first.gaussian("x", 0.0, sensitivity=1.0, sigma=first.gaussian_sigma(1.0, 1.0), rng=rng)
+    with pytest.raises(BudgetExceeded):
+        second.gaussian("y", 0.0, sensitivity=1.0, sigma=second.gaussian_sigma(1.0, 1.0), rng=rng)
+    assert len(acc.ledger) == 1 and second.ledger == []
+
+
+@pytest.mark.parametrize("fraction", [0.0, -0.1, 1.5, math.nan])
+def test_a_part_needs_a_fraction_in_0_1(fraction: float) -> None:
+    with pytest.raises(ValueError, match="fraction"):
+        ZCDPAccountant(1.0, 1e-6).part(fraction, "x")
