@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -59,7 +59,7 @@ from dpstats.algorithms.sce._within import (
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
 from dpstats.privacy.quantiles import private_grid_cell
 
-__all__ = ["Partialled", "STAGE1_DETAILS", "absorbed_block", "nuisance_spread", "partial_out"]
+__all__ = ["Partialled", "STAGE1_DETAILS", "absorbed_block", "intercept_column", "nuisance_spread", "partial_out"]
 
 
 def _design_columns(facts: Any, d: int) -> tuple[list[int], int | None]:
@@ -69,16 +69,23 @@ def _design_columns(facts: Any, d: int) -> tuple[list[int], int | None]:
     an ordinary control; there is then no constant column (``None``).
     """
     j = facts.coef_index
-    icpt = None
+    icpt = intercept_column(facts)
+    controls = [c for c in range(d) if c != j and c != icpt]
+    return controls, icpt
+
+
+def intercept_column(facts: Any) -> int | None:
+    """The design's constant column (named ``Intercept`` or publicly bounded to ``[1, 1]``); ``None`` without one.
+
+    Weighted instances have none: their "intercept" column holds ``sqrt(weight)`` and is an ordinary control.
+    """
     if getattr(facts, "weighted", False):
-        return [c for c in range(d) if c != j], None
+        return None
     for c, name in enumerate(facts.columns):
         b = facts.bounds.get(name)
         if name == "Intercept" or (b is not None and float(b[0]) == 1.0 and float(b[1]) == 1.0):
-            icpt = c
-            break
-    controls = [c for c in range(d) if c != j and c != icpt]
-    return controls, icpt
+            return c
+    return None
 
 
 def absorbed_block(facts: Any, controls: list[int], min_levels: int, sole_levels: int = 0) -> list[int]:
@@ -265,6 +272,10 @@ class Partialled:
     absorbed_levels: int = 0
     #: which rows have a standardised column beyond ``col_clip`` (private: used only inside :func:`tail_count`)
     over_clip: np.ndarray | None = None
+    #: the columns' means in the units of the data as the released Gram shows them (post-processing: the
+    #: private location plus the private scale times the Gram's column sum over ``n``; biased by the clips),
+    #: keyed by design column, ``-1`` for the outcome; empty without a constant column or on the within path
+    means: Mapping[int, float] = field(default_factory=dict)
 
     def standardisation_visible_failure(self, n: int, lo: float = 0.02, hi: float = 25.0) -> bool:
         """Whether the released Gram shows a failed private scale (post-processing).
@@ -440,7 +451,13 @@ def partial_out(
         sigma_gram=float(sig_G), p=p, n_private=n_private, G=G, ia=tuple(ia), floor_ev=float(floor_ev),
         free=tuple(int(c) for c in np.flatnonzero(free)), floored=floored, min_ev=min_ev, over_clip=over_clip,
         range_scales=bounded_range_scales(names, np.flatnonzero(free), scale, bounds),
+        means=_gram_means(G, loc, scale, [*controls, j, -1], n) if const else {},
     )
+
+
+def _gram_means(G: np.ndarray, loc: np.ndarray, scale: np.ndarray, cols: list[int], n: int) -> dict[int, float]:
+    """Each column's mean implied by the released Gram's first row (its sum over the constant), in data units."""
+    return {int(c): float(loc[k] + scale[k] * G[0, 1 + k] / n) for k, c in enumerate(cols)}
 
 
 def _partial_out_within(

@@ -35,6 +35,7 @@ Accounting is zCDP (exponential mechanisms ``eps^2/8``; Gaussian
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, cast
 
 import numpy as np
@@ -131,6 +132,7 @@ def fwl_score_release(
     tail_v: float = 2.0,
     tail_frac: float = 0.01,
     min_reliability: float = 0.5,
+    floor_bias_rows: bool = False,
     gram_guard: bool = False,
     max_floored: int = 0,
     absorb: int = 0,
@@ -146,6 +148,7 @@ def fwl_score_release(
     clusters_per_group: float = 8.0,
     singleton_rows: float = 1.1,
     clusters: np.ndarray | None = None,
+    partialled: list[Any] | None = None,
 ) -> tuple[float, dict[str, Any]]:
     """Run both stages, spending the accountant's whole budget.
 
@@ -164,6 +167,9 @@ def fwl_score_release(
     (:func:`~dpstats.algorithms.sce._cluster_groups.cluster_groups`). The
     stage-2 sums are then released per group; with an absorbed fixed effect
     the within cells are formed inside each group of clusters.
+
+    ``partialled``, when given, receives stage 1's ``Partialled`` (for a
+    caller's post-processing of its released quantities).
 
     Returns
     -------
@@ -198,6 +204,8 @@ def fwl_score_release(
         m_cell=m_cell, absorb_sole=absorb_sole, scale_weight=scale_weight, proj_margin=proj_margin,
         cluster_groups=None if groups is None else (groups, J_lab),
     )
+    if partialled is not None:
+        partialled.append(P)
     cells = P.cells
     within = cells is not None
     # sensitivities of the stage-2 sums: row-level (2 C_u C_v, C_u^2), or as weighted pair U-statistics within
@@ -386,11 +394,13 @@ def fwl_score_release(
             se = math.inf
             check = "unresolved controls" if check == "ok" else check
         floor_bias = 0.0
-        if within and floored > 0:
+        if (within or floor_bias_rows) and floored > 0:
             # with few controls the floor's shrinkage of a floored direction is a bias the nuisance simulation
             # cannot see (papke05_mathpnl: the year effects within districts, 17-20 at epsilon = 100 for a
             # population 0.31): bound it by the pilot's move under the floor at one noise unit, and give up
-            # when a direction lies below even that (post-processing of the released scatter)
+            # when a direction lies below even that (post-processing of the released scatter). On the row
+            # path with floor_bias_rows: a regressor collinear with floored controls (a squared term beside
+            # its linear one) keeps their share of x and y in u and v
             fb = _floor_sensitivity(P)
             if not math.isfinite(fb):
                 se = math.inf
@@ -432,6 +442,49 @@ def fwl_score_release(
 
 #: the fallback reason of an estimate that the shrinkage took to 0
 SHRUNK_TO_0 = "shrunk to 0: the estimate is within one privacy-noise standard deviation of 0"
+
+
+def fwl_score_coefficient(
+    data: TaskData, facts: Any, acc: ZCDPAccountant, rng: np.random.Generator, params: Mapping[str, Any],
+    epsilon: float, partialled: list[Any] | None = None,
+) -> tuple[float, float | None, float | None, float | None, dict[str, Any]]:
+    """``fwl_score``'s release of the coefficient ``facts.coef_index``, spending ``acc``'s whole budget.
+
+    Runs :func:`fwl_score_release` with the algorithm's hyperparameters
+    ``params`` and post-processes it as the algorithm does: a lower
+    eigenvalue floor above ``epsilon`` 1 (``ridge_above_1``; ``epsilon`` is
+    the public budget of the whole release) and, with
+    ``shrink_uninformative``, the shrinkage of an estimate whose interval is
+    infinite. ``partialled``, when given, receives stage 1's
+    :class:`~dpstats.algorithms.sce._fwl_nuisance.Partialled`.
+
+    Returns
+    -------
+    estimate, std_error, bias_bound, df, details
+        ``std_error``, ``bias_bound`` and ``df`` are ``None`` for a point
+        release (``se_share`` 0).
+    """
+    p = dict(params)
+    # a lower eigenvalue floor above epsilon 1 (public: the budget): see ridge_above_1
+    above = p.pop("ridge_above_1")
+    if epsilon > 1.0 and above > 0.0:
+        p["ridge"] = above
+    shrink_inf = float(p.pop("shrink_uninformative"))
+    est, det = fwl_score_release(data.X, cast(np.ndarray, data.y), facts, acc, rng,
+                                 clusters=getattr(data, "clusters", None), partialled=partialled, **p)
+    se, bias = det.pop("std_error", None), det.pop("bias_bound", None)
+    if se is not None and not math.isfinite(se) and shrink_inf > 0 and "fallback" not in det and est != 0.0:
+        # an infinite interval says "cannot tell"; the estimate shown with it is then shrunk towards 0 as
+        # the point release's is (post-processing of the released estimate and its noise sd), since no
+        # interval is built around it
+        est = shrunk(est, det["noise_sd"], shrink_inf)
+        if est == 0.0:
+            det["fallback"] = SHRUNK_TO_0
+    idf = det.pop("interval_df", None)
+    if se is None:
+        return est, None, None, None, det
+    df = float(max(data.X.shape[0] - data.X.shape[1], 1)) if idf is None else idf
+    return est, se, bias, df, det
 
 
 def shrunk(est: float, noise_sd: float, k: float) -> float:
@@ -600,6 +653,11 @@ class FWLScore(Algorithm):
         "tail_v": Param(2.0, "ours: ... of v when |v| > tail_v C_v"),
         "tail_frac": Param(0.01, "ours: an infinite interval when the noisy count of rows far beyond a clip exceeds "
                                  "tail_frac n plus three noise sd"),
+        "floor_bias_rows": Param(False, "ours: also on the row path, bound the bias of the eigenvalue floor's "
+                                        "shrinkage of floored control directions by the pilot's move under a floor "
+                                        "of one noise unit, and give an infinite interval ('unresolved controls') "
+                                        "when a direction lies below that (fwl_each's interval configuration; the "
+                                        "within path always does)"),
         "min_reliability": Param(0.5, "ours: an infinite interval when less than half of sum clip(u)^2 is the "
                                       "partialled regressor rather than nuisance noise (see nuisance_spread)"),
     }
@@ -633,27 +691,10 @@ class FWLScore(Algorithm):
     def _run(
         self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator,
     ) -> Outcome:
-        p = dict(self.params)
-        # a lower eigenvalue floor above epsilon 1 (public: the budget): see ridge_above_1
-        above = p.pop("ridge_above_1")
-        if epsilon > 1.0 and above > 0.0:
-            p["ridge"] = above
-        shrink_inf = float(p.pop("shrink_uninformative"))
         acc = ZCDPAccountant(epsilon, delta)
-        est, det = fwl_score_release(data.X, cast(np.ndarray, data.y), facts, acc, rng,
-                                     clusters=getattr(data, "clusters", None), **p)
-        se, bias = det.pop("std_error", None), det.pop("bias_bound", None)
-        if se is not None and not math.isfinite(se) and shrink_inf > 0 and "fallback" not in det and est != 0.0:
-            # an infinite interval says "cannot tell"; the estimate shown with it is then shrunk towards 0 as
-            # the point release's is (post-processing of the released estimate and its noise sd), since no
-            # interval is built around it
-            est = shrunk(est, det["noise_sd"], shrink_inf)
-            if est == 0.0:
-                det["fallback"] = SHRUNK_TO_0
-        idf = det.pop("interval_df", None)
+        est, se, bias, df, det = fwl_score_coefficient(data, facts, acc, rng, self.params, epsilon)
         if se is None:
             return self.release(est, acc, **det)
-        df = float(max(data.X.shape[0] - data.X.shape[1], 1)) if idf is None else idf
         return self.release(est, acc, std_error=se, df=df, bias_bound=bias, **det)
 
     # what the interval covers, in the API's words: HC0 by default, the classical within variance with an
