@@ -50,6 +50,7 @@ __all__ = [
     "Outcome",
     "Algorithm",
     "DETAIL_KINDS",
+    "NO_INTERVAL",
 ]
 
 
@@ -150,6 +151,11 @@ Outcome = Release | Decline
 
 #: Why a ``details`` key may be published (the start of every :attr:`Algorithm.public_details` reason).
 DETAIL_KINDS = ("released value", "public fact", "paid statistic")
+
+#: The start of a term's entry in ``details["interval_checks"]`` (one check per term, for a method that
+#: reports them) when the method gives that term no interval by design (fwl_each's intercept): its
+#: infinite standard error is not a "cannot tell" of this release, and the API shows it as no interval.
+NO_INTERVAL = "no interval"
 
 
 class Algorithm(Configurable, ABC):

@@ -106,6 +106,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "dpstats.algorithms.linreg.adassp",
     "dpstats.algorithms.linreg.dpgd",
     "dpstats.algorithms.linreg.dpnewton",
+    "dpstats.algorithms.linreg.fwl_each",
     "dpstats.algorithms.linreg.sa_median",
     "dpstats.algorithms.linreg.ssp",
     "dpstats.algorithms.linreg.ssp_bootstrap",

@@ -67,7 +67,7 @@ from dpstats.algorithms.sce._within import (
     ClippedDiffProducts,
     private_pair_quantile,
 )
-from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
+from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon, zcdp_epsilon
 from dpstats.privacy.quantiles import private_grid_cell
 
 __all__ = ["FWLScore", "fwl_score_release"]
@@ -446,14 +446,15 @@ SHRUNK_TO_0 = "shrunk to 0: the estimate is within one privacy-noise standard de
 
 def fwl_score_coefficient(
     data: TaskData, facts: Any, acc: ZCDPAccountant, rng: np.random.Generator, params: Mapping[str, Any],
-    epsilon: float, partialled: list[Any] | None = None,
+    partialled: list[Any] | None = None,
 ) -> tuple[float, float | None, float | None, float | None, dict[str, Any]]:
     """``fwl_score``'s release of the coefficient ``facts.coef_index``, spending ``acc``'s whole budget.
 
     Runs :func:`fwl_score_release` with the algorithm's hyperparameters
     ``params`` and post-processes it as the algorithm does: a lower
-    eigenvalue floor above ``epsilon`` 1 (``ridge_above_1``; ``epsilon`` is
-    the public budget of the whole release) and, with
+    eigenvalue floor when ``acc``'s budget is above epsilon 1
+    (``ridge_above_1``; the epsilon of ``acc.rho`` at ``acc.delta``, public)
+    and, with
     ``shrink_uninformative``, the shrinkage of an estimate whose interval is
     infinite. ``partialled``, when given, receives stage 1's
     :class:`~dpstats.algorithms.sce._fwl_nuisance.Partialled`.
@@ -465,9 +466,10 @@ def fwl_score_coefficient(
         release (``se_share`` 0).
     """
     p = dict(params)
-    # a lower eigenvalue floor above epsilon 1 (public: the budget): see ridge_above_1
+    # a lower eigenvalue floor above epsilon 1 (public: the budget, read back from rho to rounding): see
+    # ridge_above_1
     above = p.pop("ridge_above_1")
-    if epsilon > 1.0 and above > 0.0:
+    if zcdp_epsilon(acc.rho, acc.delta) > 1.0 + 1e-9 and above > 0.0:
         p["ridge"] = above
     shrink_inf = float(p.pop("shrink_uninformative"))
     est, det = fwl_score_release(data.X, cast(np.ndarray, data.y), facts, acc, rng,
@@ -692,7 +694,7 @@ class FWLScore(Algorithm):
         self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator,
     ) -> Outcome:
         acc = ZCDPAccountant(epsilon, delta)
-        est, se, bias, df, det = fwl_score_coefficient(data, facts, acc, rng, self.params, epsilon)
+        est, se, bias, df, det = fwl_score_coefficient(data, facts, acc, rng, self.params)
         if se is None:
             return self.release(est, acc, **det)
         return self.release(est, acc, std_error=se, df=df, bias_bound=bias, **det)

@@ -1,0 +1,193 @@
+"""fwl_each: the coefficient vector as one ``fwl_score`` release per slope, on equal shares of the budget (ours).
+
+Every slope of the regression is released by ``fwl_score``
+(:mod:`dpstats.algorithms.sce.fwl_score`) with the others as its controls,
+each on ``1/k`` of the zCDP budget ``rho`` (``k`` slopes, a public count of
+the design's columns). zCDP composes by adding ``rho``, so the ``k``
+releases together are ``rho``-zCDP (:meth:`ZCDPAccountant.part
+<dpstats.privacy.accounting.ZCDPAccountant.part>` holds each to its share and
+enters its charges in the release's ledger). Each slope's interval is
+``fwl_score``'s, judged per instance on the single-coefficient task; what
+this method adds is the split. The intercept is post-processing: the
+outcome's mean minus the slopes times the regressors' means, the means read
+from the released Grams of the ``fwl_score`` runs (their constant row) whose
+private standardisation passed its checks (0, a fallback, when none did); its
+interval is infinite (those means are clipped, and their error is not
+bounded).
+
+See ``docs/algorithms/linreg/fwl_each.md`` for the privacy argument and what
+the interval covers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from dpstats.algorithms.base import NO_INTERVAL, Algorithm, Outcome, Param, PublicFacts, TaskData
+from dpstats.algorithms.registry import register
+from dpstats.algorithms.sce._fwl_nuisance import Partialled, intercept_column
+from dpstats.algorithms.sce.fwl_score import FWLScore, fwl_score_coefficient
+from dpstats.privacy.accounting import ZCDPAccountant, zcdp_epsilon
+
+__all__ = ["FWLEach", "INTERCEPT_CHECK", "intercept_from_means"]
+
+#: the interval check of the intercept, whose interval this method does not give
+INTERCEPT_CHECK = NO_INTERVAL + " for the intercept (fwl_each reads its estimate from clipped means)"
+
+#: the intercept's fallback when no run's released Gram gives the means (failed standardisations, or every slope
+#: on the within path)
+INTERCEPT_FALLBACK = ("intercept 0: no slope's release passed its standardisation checks, so no released Gram "
+                      "gave the columns' means")
+
+
+def intercept_from_means(estimate: np.ndarray, slopes: list[int], runs: list[Any]) -> float | None:
+    """The outcome's mean minus ``sum_c estimate[c] * mean_c``, the means averaged over the runs that report them.
+
+    ``runs`` holds each run's ``Partialled.means`` (design column to mean, ``-1`` the outcome; empty on the
+    within path). Post-processing of released values; ``None`` when no run reports the outcome's mean.
+    """
+    have = [m for m in runs if -1 in m]
+    if not have:
+        return None
+
+    def mean_of(c: int) -> float:
+        vals = [m[c] for m in have if c in m]
+        return float(np.mean(vals)) if vals else 0.0
+
+    return mean_of(-1) - float(sum(estimate[c] * mean_of(c) for c in slopes))
+
+
+@register
+class FWLEach(Algorithm):
+    """Each slope by ``fwl_score`` on ``1/k`` of the budget; the intercept from the released Grams (our design).
+
+    See the module docstring and ``docs/algorithms/linreg/fwl_each.md``.
+    """
+
+    name = "fwl_each"
+    task = "linreg"
+    citation = "dpstats (this package): fwl_score for every slope, zCDP budget split equally (sequential composition)"
+    interpretation = "standard"
+    summary = "each slope by fwl_score on an equal share of rho; the intercept from the released Grams' means"
+    defaults = {
+        **FWLScore.defaults,
+        "max_parts": Param(20, "ours: decline designs with more slopes than this (each slope's share of rho, "
+                               "1/k, leaves every interval infinite long before, and the run time grows with k)"),
+    }
+    intervals = True
+    # the API's cluster= is private_coef's (fwl_score's jackknife); a slope's release here takes the jackknife
+    # whenever facts.cluster names the clusters and the data hold their labels (the coverage benchmark)
+    cluster_intervals = False
+    #: fwl_score's interval configuration, with the floor's bias bounded on the row path too: a slope
+    #: collinear with floored controls (a squared term beside its linear one) is no target of the sce corpus
+    interval_params = {**FWLScore.interval_params, "floor_bias_rows": True}
+    interval_covers = ("sampling error of independent rows (heteroskedasticity-robust, HC0 sandwich) and the "
+                       "privacy noise, slope by slope; not clustered sampling error, nor clipping bias; the "
+                       "intercept has no interval")
+    interval_covers_within = ("sampling error of independent rows (within the absorbed fixed-effect levels, "
+                              "classical, for a slope whose release absorbs them) and the privacy noise, slope by "
+                              "slope; not clustered sampling error, nor clipping bias; the intercept has no interval")
+    interval_covers_cluster = ("cluster-robust sampling error (a delete-a-group jackknife over groups of the "
+                               "clusters, t quantile) and the privacy noise, slope by slope; not clipping bias; the "
+                               "intercept has no interval")
+    interval_robust = True
+    # judged per instance on the public corpus (docs/algorithms/linreg/fwl_each.md, On the public corpus)
+    interval_validated = True
+    public_details = {
+        "interval_check": "paid statistic: the first slope's check that made its interval infinite ('ok' when "
+                          "none did): fwl_score's interval_check of that slope, from its entries (`Gaussian Gram of "
+                          "(1, controls, x, y)`, `grid quantile`, `Gaussian sum of clip(u)^2`, ...; each named "
+                          "'<mechanism> (<slope>)')",
+        "interval_checks": "paid statistic: each term's check, fwl_score's interval_check per slope from its entries "
+                           "(`Gaussian Gram of (1, controls, x, y)`, `grid quantile`, `Gaussian sum of clip(u)^2`, "
+                           "...); the intercept's is the public INTERCEPT_CHECK",
+        "fallback": "paid statistic: the first fallback among the terms: fwl_score's fallback of a slope (from its "
+                    "`Gaussian Gram of (1, controls, x, y)`, `grid quantile` and `Gaussian sum of clip(u) clip(v)` "
+                    "entries), or the intercept's when no slope's Gram passed its checks",
+        "guard": "paid statistic: which terms are fallbacks, from the same entries as fallback (`Gaussian Gram of "
+                 "(1, controls, x, y)`, `grid quantile`, `Gaussian sum of clip(u) clip(v)`)",
+        "noise_sd": "paid statistic: each slope's fwl_score noise_sd (from its `Gaussian sum of clip(u) clip(v)` "
+                    "and `Gaussian sum of clip(u)^2`); 0 for the intercept",
+        "sampling_error": "public fact: the kind of sampling error each slope's interval accounts for (fwl_score's, "
+                          "set by the design's column names, facts.cluster and the hyperparameters)",
+        "parts": "public fact: the number of slopes, each released on 1/parts of rho",
+        "part_epsilon": "public fact: the epsilon of one part's rho at the release's delta",
+    }
+
+    def _run(
+        self, data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator,
+    ) -> Outcome:
+        d = data.X.shape[1]
+        icpt = intercept_column(facts)
+        slopes = [c for c in range(d) if c != icpt]
+        if not slopes:
+            return self.decline("fwl_each needs a regressor besides the intercept (use private_mean for a mean)")
+        params = dict(self.params)
+        max_parts = int(params.pop("max_parts"))
+        if len(slopes) > max_parts:
+            # public: the design's columns
+            return self.decline(f"fwl_each releases each slope on its own share of the budget, and {len(slopes)} "
+                                f"slopes exceed max_parts = {max_parts}; use private_coef for the coefficients of "
+                                "interest, or inference=False for the point estimate of them all")
+        acc = ZCDPAccountant(epsilon, delta)
+        k = len(slopes)
+        # each part's budget as an epsilon (public: the budget and k); fwl_score's epsilon-dependent floor reads
+        # it from the part
+        eps_part = zcdp_epsilon(acc.rho / k, delta)
+        est = np.zeros(d)
+        se = np.full(d, math.inf)
+        bias = np.zeros(d)
+        noise = np.zeros(d)
+        dfs: list[float] = []
+        checks = [INTERCEPT_CHECK] * d
+        kinds: list[str] = []
+        fallen = np.zeros(d, dtype=bool)
+        fallbacks: list[str] = []
+        means: list[Any] = []
+        point = True
+        for c in slopes:
+            name = facts.columns[c]
+            part = acc.part(1.0 / k, name)
+            stage1: list[Partialled] = []
+            f_c = replace(facts, task="sce", coefficient=name, coef_index=c)
+            e, s, b, df, det = fwl_score_coefficient(data, f_c, part, rng, params, partialled=stage1)
+            est[c] = e
+            noise[c] = float(det.get("noise_sd", 0.0))
+            if det.get("fallback"):
+                fallen[c] = True
+                fallbacks.append(str(det["fallback"]))
+            # a run's means only where its private standardisation visibly worked (released values only)
+            if stage1 and det.get("scales_ok", False) and not stage1[0].standardisation_visible_failure(data.X.shape[0]):
+                means.append(stage1[0].means)
+            if s is not None:
+                point = False
+                se[c] = s
+                bias[c] = 0.0 if b is None else b
+                dfs.append(1.0 if df is None else float(df))
+                checks[c] = str(det.get("interval_check", "ok"))
+                kinds.append(str(det.get("sampling_error", "")))
+        if icpt is not None:
+            mean_icpt = intercept_from_means(est, slopes, means)
+            if mean_icpt is None:
+                fallen[icpt] = True
+                fallbacks.append(INTERCEPT_FALLBACK)
+            else:
+                est[icpt] = mean_icpt
+        details: dict[str, Any] = {"noise_sd": noise, "parts": k, "part_epsilon": eps_part}
+        if fallbacks:
+            details["fallback"] = fallbacks[0]
+            details["guard"] = fallen
+        if point:
+            return self.release(est, acc, **details)
+        slope_checks = [checks[c] for c in slopes]
+        details["interval_check"] = next((ch for ch in slope_checks if ch != "ok"), "ok")
+        details["interval_checks"] = tuple(checks)
+        # one kind of sampling error when every slope reports the same; otherwise each slope's
+        details["sampling_error"] = (kinds[0] if len(set(kinds)) == 1 else
+                                     "; ".join(f"{facts.columns[c]}: {kd}" for c, kd in zip(slopes, kinds, strict=True)))
+        # one df for the vector: the smallest (the widest t quantile) of the slopes'
+        return self.release(est, acc, std_error=se, df=min(dfs), bias_bound=bias, **details)

@@ -1,0 +1,120 @@
+"""fwl_each: each slope by fwl_score on 1/k of the budget, the intercept from the released Grams' means.
+
+The slopes' noise scales are fwl_score's, pinned by running it in
+``tests/algorithms/sce/test_calibration.py``; here the tests pin what
+fwl_each adds: the split of the budget (each slope's ledger entries hold
+exactly ``rho / k``, the whole ledger ``rho``), that each slope is
+fwl_score's release run on its part (bit for bit with one slope), and the
+intercept's post-processing.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from dpstats.algorithms import Decline, Release, get
+from dpstats.algorithms.linreg.fwl_each import INTERCEPT_CHECK, intercept_from_means
+from dpstats.data.corpus import Corpus
+from dpstats.privacy.accounting import PrivacyLeakWarning, zcdp_rho
+
+DELTA = 1e-6
+
+
+def _instance(iid: str):
+    inst = Corpus.public().instance(iid)
+    return inst.task_data(), inst.facts
+
+
+def _run(name: str, task: str, data, facts, eps: float, seed: int, intervals: bool = True):
+    cls = get(task, name)
+    algo = cls(**(dict(cls.interval_params) if intervals else {}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        return algo.run(data, facts, eps, DELTA, np.random.default_rng(seed))
+
+
+@pytest.mark.parametrize("eps,seed", [(1.0, 0), (3.0, 1), (10.0, 2)])
+@pytest.mark.parametrize("intervals", [True, False])
+def test_one_slope_is_fwl_score_bit_for_bit(eps, seed, intervals):
+    """With one slope the part is the whole budget: the slope is fwl_score's release of it, same draws."""
+    data, facts = _instance("engel_food_linreg")
+    out = _run("fwl_each", "linreg", data, facts, eps, seed, intervals)
+    sce = replace(facts, task="sce", coefficient="income", coef_index=1)
+    ref = _run("fwl_score", "sce", data, sce, eps, seed, intervals)
+    assert isinstance(out, Release) and isinstance(ref, Release)
+    assert out.estimate[1] == ref.estimate[0]
+    assert [e.cost for e in out.ledger] == [e.cost for e in ref.ledger]
+    assert [e.scale for e in out.ledger] == [e.scale for e in ref.ledger]
+    assert [e.mechanism for e in out.ledger] == [f"{e.mechanism} (income)" for e in ref.ledger]
+    if intervals:
+        assert (out.std_error[1], out.bias_bound[1], out.df) == (ref.std_error[0], ref.bias_bound[0], ref.df)
+        assert out.std_error[0] == math.inf
+        assert out.details["interval_checks"][0] == INTERCEPT_CHECK
+    else:
+        assert out.std_error is None
+
+
+@pytest.mark.parametrize("iid,eps,seed", [("mroz87_lwage_linreg", 1.0, 0), ("card95_ols_basic_linreg", 3.0, 1),
+                                          ("bm04_call_linreg", 10.0, 2)])
+def test_each_slope_spends_exactly_its_share(iid, eps, seed):
+    """The ledger holds rho; the entries of each slope (named '... (<slope>)') hold rho / k each."""
+    data, facts = _instance(iid)
+    out = _run("fwl_each", "linreg", data, facts, eps, seed)
+    assert isinstance(out, Release)
+    rho = zcdp_rho(eps, DELTA)
+    slopes = [c for c in facts.columns if c != "Intercept"]
+    k = len(slopes)
+    assert out.details["parts"] == k
+    spent: dict[str, float] = {}
+    for e in out.ledger:
+        m = re.fullmatch(r"(.*) \((.+)\)", e.mechanism)
+        assert m is not None and m.group(2) in slopes, e.mechanism
+        spent[m.group(2)] = spent.get(m.group(2), 0.0) + e.cost
+    assert sorted(spent) == sorted(slopes)
+    for name in slopes:
+        assert spent[name] == pytest.approx(rho / k, rel=1e-9), name
+    assert sum(e.cost for e in out.ledger) == pytest.approx(rho, rel=1e-9)
+
+
+def test_intercept_is_the_mean_line_through_the_released_means():
+    """At a large budget on 4,870 rows the intercept lands near OLS's: the means of the Grams are nearly exact."""
+    data, facts = _instance("bm04_call_linreg")
+    X, y = data.X, np.asarray(data.y)
+    ols = np.linalg.lstsq(X, y, rcond=None)[0]
+    out = _run("fwl_each", "linreg", data, facts, 1e4, 0)
+    assert isinstance(out, Release)
+    # every regressor here is a 0/1 dummy, so the means are exact up to the Gram's noise at this budget
+    assert out.estimate[0] == pytest.approx(ols[0], abs=0.01)
+    np.testing.assert_allclose(out.estimate[1:], ols[1:], atol=0.01)
+    assert out.std_error[0] == math.inf and np.all(np.isfinite(out.std_error[1:]))
+
+
+def test_intercept_from_means_averages_the_runs_that_report_them():
+    runs = [{-1: 10.0, 1: 2.0, 2: 4.0}, {}, {-1: 12.0, 1: 4.0}]
+    beta = np.array([0.0, 1.0, 0.5])
+    # y: (10 + 12) / 2 = 11; column 1: 3; column 2: 4 (one run)
+    assert intercept_from_means(beta, [1, 2], runs) == pytest.approx(11.0 - 3.0 - 2.0)
+    assert intercept_from_means(beta, [1, 2], [{}, {}]) is None
+
+
+def test_failed_standardisations_leave_the_intercept_a_flagged_fallback():
+    """48 rows at epsilon 0.3: no slope's standardisation passes, so no Gram gives means; nothing is finite."""
+    data, facts = _instance("cd09_mlda_linreg")
+    out = _run("fwl_each", "linreg", data, facts, 0.3, 0)
+    assert isinstance(out, Release)
+    assert not np.any(np.isfinite(out.std_error))
+    # every term is a fallback: the slopes released 0 (failed standardisations), the intercept has no means
+    assert np.all(out.estimate == 0.0) and out.details["guard"].all()
+    assert out.details["fallback"].startswith("0 released: the private standardisation failed")
+
+
+def test_designs_with_more_slopes_than_max_parts_decline_before_any_spend():
+    data, facts = _instance("mroz87_lwage_linreg")
+    out = get("linreg", "fwl_each")(max_parts=2).run(data, facts, 1.0, DELTA, np.random.default_rng(0))
+    assert isinstance(out, Decline) and "max_parts = 2" in out.reason and out.ledger == ()
