@@ -59,7 +59,8 @@ def test_delta_zero_fails_at_the_api_naming_delta(workers: pd.DataFrame, func: s
         "ols": lambda **kw: private_ols(workers, FORMULA, epsilon=1.0, **kw),
         "mean": lambda **kw: private_mean(workers, ["educ"], epsilon=1.0, **kw),
     }[func]
-    default = api.DEFAULT_METHODS[{"coef": "sce", "ols": "linreg", "mean": "mean"}[func]]
+    # the method the call runs: with an interval (the default), the task's interval method
+    default = api.INFERENCE_METHODS[{"coef": "sce", "ols": "linreg", "mean": "mean"}[func]]
     with pytest.raises(ValueError, match=rf"^delta: the default method {default} needs delta > 0 .*delta=1e-6") as e:
         call(delta=0.0)
     assert "synth_privbayes" in str(e.value)  # a pure-DP method of every task
@@ -209,8 +210,11 @@ def test_cluster_is_refused_with_what_the_interval_covers(workers: pd.DataFrame)
         private_coef(workers, FORMULA, coef="educ", epsilon=1.0, cluster="city", method="adassp_std")
     msg = str(e.value)
     assert "one row, not a whole cluster" in msg and "unknown hyperparameter" not in msg
-    with pytest.raises(ValueError, match=r"^cluster: dpnewton .*clipped Newton score.*may be too narrow"):
+    with pytest.raises(ValueError, match=r"^cluster: fwl_each has no cluster-robust private interval.*slope by "
+                                         r"slope.*may be too narrow.*private_coef's default method \(fwl_score\)"):
         private_ols(workers, FORMULA, epsilon=1.0, cluster=workers["city"])
+    with pytest.raises(ValueError, match=r"^cluster: dpnewton .*clipped Newton score.*may be too narrow"):
+        private_ols(workers, FORMULA, epsilon=1.0, cluster=workers["city"], inference=False)
     with pytest.raises(ValueError, match=r"^cluster: .*sampling error of the mean of independent rows"):
         private_mean(workers, ["educ"], epsilon=1.0, cluster=None)
     with pytest.raises(ValueError, match=r"^cluster: 'county' is not a column of data"):
@@ -221,10 +225,10 @@ def test_cluster_is_refused_with_what_the_interval_covers(workers: pd.DataFrame)
 
 def test_an_unknown_keyword_names_it_and_the_method_s_hyperparameters(workers: pd.DataFrame) -> None:
     with pytest.raises(TypeError, match=r"^unknown argument 'clusters' for private_ols\(\): neither an argument of "
-                                        r"the function nor a hyperparameter of method 'dpnewton'") as e:
+                                        r"the function nor a hyperparameter of method 'fwl_each'") as e:
         private_ols(workers, FORMULA, epsilon=1.0, clusters="city")
     msg = str(e.value)
-    assert "se_share" in msg and "algorithms/linreg/dpnewton" in msg and "dpstats algorithms --task linreg" in msg
+    assert "max_parts" in msg and "algorithms/linreg/fwl_each" in msg and "dpstats algorithms --task linreg" in msg
     with pytest.raises(TypeError, match=r"^unknown arguments 'a', 'b' for private_mean\(\)"):
         private_mean(workers, ["educ"], epsilon=1.0, a=1, b=2)
 

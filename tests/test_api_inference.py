@@ -266,13 +266,13 @@ def test_uninformative_interval_is_flagged() -> None:
 def test_interval_methods_are_standard_and_registered() -> None:
     for task, name in INFERENCE_METHODS.items():
         cls = get(task, name)
-        # private_ols's method is not offered at present (docs/inference.md, "Which methods give intervals")
-        assert cls.interpretation == "standard" and cls.intervals and cls.interval_validated == (task != "linreg")
+        assert cls.interpretation == "standard" and cls.intervals and cls.interval_validated
     assert {a.name for a in list_algorithms("mean") if a.intervals} == {"kv_interval",
                                                                                           "adaptive_whiten"}
     from dpstats.api import DEFAULT_METHODS
 
-    assert INFERENCE_METHODS == DEFAULT_METHODS
+    # private_ols's point default (dpnewton) has no interval fit to publish; its interval method is fwl_each
+    assert INFERENCE_METHODS == {**DEFAULT_METHODS, "linreg": "fwl_each"}
 
 
 def test_std_error_is_a_function_of_releases_only(wage1: pd.DataFrame) -> None:
@@ -320,15 +320,15 @@ def test_api_gives_no_interval_from_a_method_not_judged_per_instance(wage1: pd.D
     assert get(task, method).intervals and not get(task, method).interval_validated
     r = _quiet(call)
     assert r.method == method and r.released and not r.has_interval and r.std_error is None
-    pattern = (r"^inference: private_ols\(\) offers no interval at present" if task == "linreg" else
-               rf"^inference: the intervals of method '{method}' are not offered here: .*one data set at a time.* "
-               r"Use one of (fwl_score|adaptive_whiten)")
+    pattern = (rf"^inference: the intervals of method '{method}' are not offered here: .*one data set at a time.* "
+               r"Use one of (fwl_score|fwl_each|adaptive_whiten)")
     with pytest.raises(ValueError, match=pattern):
         _quiet(call, inference=True)
     offered = {(a.task, a.name) for t in ("sce", "linreg", "mean") for a in list_algorithms(t, opt_in=True)
                if a.interval_validated}
-    # the defaults of private_coef and private_mean; dpnewton missed on single-coefficient designs
-    assert offered == {("sce", "fwl_score"), ("mean", "adaptive_whiten")}
+    # the interval methods of private_coef, private_ols and private_mean; dpnewton missed on single-coefficient
+    # designs
+    assert offered == {("sce", "fwl_score"), ("linreg", "fwl_each"), ("mean", "adaptive_whiten")}
     assert all(get(t, m).intervals for t, m in offered)
 
 

@@ -12,6 +12,7 @@ import dataclasses
 import math
 import warnings
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -186,9 +187,26 @@ def test_a_decline_is_uninformative_with_a_remedy(mroz: pd.DataFrame) -> None:
     assert "  Uninformative: " + r.uninformative_reason in r.summary()
 
 
-def test_the_ols_vector_is_a_point_release_while_no_interval_is_offered(mroz: pd.DataFrame) -> None:
-    """private_ols's method's intervals missed on single-coefficient designs: it gives point estimates only."""
-    r = _quiet(private_ols, mroz, FORMULA, epsilon=1.0, seed=2, bounds=BOUNDS)
-    assert r.released and not r.has_interval and r.std_error is None and r.uninformative_terms() == ()
-    with pytest.raises(ValueError, match=r"^inference: private_ols\(\) offers no interval at present"):
-        _quiet(private_ols, mroz, FORMULA, epsilon=1.0, seed=2, bounds=BOUNDS, inference=True)
+def test_the_ols_vector_gives_each_slope_an_interval_and_the_intercept_none(mroz: pd.DataFrame) -> None:
+    """private_ols's default (fwl_each): each slope's interval; the intercept has none by design, not "cannot tell"."""
+    r = _quiet(private_ols, mroz, FORMULA, epsilon=30.0, seed=2, bounds=BOUNDS)
+    assert r.method == "fwl_each" and r.has_interval
+    assert r.terms_without_interval() == ("Intercept",) and math.isinf(r.std_error[0])
+    ci = r.conf_int()
+    assert np.all(np.isfinite(ci.iloc[1:].to_numpy())) and np.all(np.isinf(ci.loc["Intercept"].to_numpy()))
+    # only the intercept is infinite, and by design: the release is informative
+    assert r.uninformative_terms() == () and not r.uninformative and r.uninformative_reason is None
+    assert "none from this method" in r.summary() and "the intercept has no interval" in r.summary()
+    # at epsilon 1 on 428 rows every slope is a fallback (failed standardisations), and the result says so
+    low = _quiet(private_ols, mroz, FORMULA, epsilon=1.0, seed=2, bounds=BOUNDS)
+    assert low.uninformative and low.fallback and set(low.fallback_terms) == set(low.terms)
+    assert "not estimated" in low.uninformative_reason
+    # each infinite slope is explained by its own check
+    mid = _quiet(private_ols, mroz, FORMULA, epsilon=10.0, seed=2, bounds=BOUNDS)
+    checks = dict(zip(mid.terms, mid.release.details["interval_checks"], strict=True))
+    for t in mid.uninformative_terms():
+        assert t != "Intercept" and checks[t] != "ok"
+    assert "Intercept" not in mid.uninformative_reason
+    # the point default is unchanged: dpnewton, no interval
+    point = _quiet(private_ols, mroz, FORMULA, epsilon=1.0, seed=2, bounds=BOUNDS, inference=False)
+    assert point.method == "dpnewton" and not point.has_interval and point.std_error is None

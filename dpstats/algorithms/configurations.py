@@ -322,10 +322,11 @@ def get_configuration(task: str, name: str) -> Configuration:
 # The API's configurations: <algorithm>[api]
 # --------------------------------------------------------------------------
 
-#: The economist API's default method of each task. It must equal ``dpstats.api.DEFAULT_METHODS`` (the
-#: algorithms layer cannot import the API, which sits above it; ``tests/bench/test_leaderboard_api.py``
-#: checks that they agree). Each gets the roster entry :func:`api_name` ``(name)``.
-API_DEFAULTS: dict[str, str] = {"sce": "fwl_score", "linreg": "dpnewton", "mean": "adaptive_whiten"}
+#: The method the economist API runs for each task with an interval (``inference`` not False). It must equal
+#: ``dpstats.api.INFERENCE_METHODS`` (the algorithms layer cannot import the API, which sits above it;
+#: ``tests/bench/test_leaderboard_api.py`` checks that they agree). Each gets the roster entry
+#: :func:`api_name` ``(name)``.
+API_DEFAULTS: dict[str, str] = {"sce": "fwl_score", "linreg": "fwl_each", "mean": "adaptive_whiten"}
 
 
 def api_name(algorithm: str) -> str:

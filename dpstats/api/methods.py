@@ -21,22 +21,22 @@ DEFAULT_METHODS: dict[str, str] = {
 }
 
 #: The method each function uses when ``inference=True`` (the default) and
-#: ``method=None``: the same as :data:`DEFAULT_METHODS`, since every default
-#: method gives a private standard error and interval inside the same budget
-#: (see ``docs/inference.md``; every input to an interval is a release or a
-#: public fact). With ``inference=True`` the API runs the method with its
+#: ``method=None``. Every input to an interval is a release or a public fact
+#: (see ``docs/inference.md``), and the API runs the method with its
 #: ``interval_params`` (the budget split between estimate and uncertainty):
 #:
 #: * sce ``fwl_score``: 10 % of the score stage for ``sum clip(u)^2 clip(v)^2``,
 #:   a heteroskedasticity-robust sandwich standard error;
-#: * linreg ``dpnewton``: 10 % of the budget for the noisy "meat" of the Newton
-#:   step, a heteroskedasticity-robust sandwich covariance;
+#: * linreg ``fwl_each``: each slope by ``fwl_score`` on ``1/k`` of the budget
+#:   (``k`` slopes), with its interval; the intercept has none. ``dpnewton``,
+#:   the point default, has no interval fit to publish (it missed on simple
+#:   designs with a rare binary regressor);
 #: * mean ``adaptive_whiten``: free on the whitened path (the private covariance
 #:   it releases anyway), else 10 % for the clipped second moments.
 #:
-#: With ``inference=False`` the method spends the whole budget on the point
-#: estimate (its registered defaults).
-INFERENCE_METHODS: dict[str, str] = dict(DEFAULT_METHODS)
+#: With ``inference=False`` the API runs :data:`DEFAULT_METHODS` with their
+#: registered defaults (the whole budget on the point estimate).
+INFERENCE_METHODS: dict[str, str] = {**DEFAULT_METHODS, "linreg": "fwl_each"}
 
 #: The public function of each task (named in error messages).
 _TASK_FUNC = {"sce": "private_coef", "linreg": "private_ols", "mean": "private_mean"}

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from dpstats.algorithms import get as get_algorithm
-from dpstats.algorithms.base import INTERPRETATIONS, Algorithm, Decline, Release
+from dpstats.algorithms.base import INTERPRETATIONS, NO_INTERVAL, Algorithm, Decline, Release
 from dpstats.api.methods import INFERENCE_METHODS
 from dpstats.api.words import _TASK_TITLES, _TINY_PREFIX, _covers, _fallback_remedy, _fmt, _infinite_cause
 
@@ -365,9 +365,14 @@ class PrivateResult:
                     if t in bad and not (np.isfinite(a) and np.isfinite(b))]
         wide = [t for t in bad if t not in infinite]
         parts = []
-        if infinite:
-            cause, remedy = _infinite_cause(self.interval_check, self.method, self.coefficient)
-            parts.append(f"The 95% interval of {', '.join(infinite)} is infinite: {cause}. {remedy}")
+        # by the check that made each infinite: the term's own when the method reports one per term
+        per_term = dict(zip(self.terms, self._term_checks(), strict=True))
+        groups: dict[str | None, list[str]] = {}
+        for t in infinite:
+            groups.setdefault(per_term[t] or self.interval_check, []).append(t)
+        for check, ts in groups.items():
+            cause, remedy = _infinite_cause(check, self.method, self.coefficient)
+            parts.append(f"The 95% interval of {', '.join(ts)} is infinite: {cause}. {remedy}")
         if wide:
             parts.append(f"The 95% interval of {', '.join(wide)} is wider than the range the public bounds allow, "
                          "so it says nothing the bounds do not. Use a larger epsilon or more rows.")
@@ -414,7 +419,10 @@ class PrivateResult:
             return ()
         lo, hi = self._interval(level)
         out = []
+        by_design = set(self.terms_without_interval())
         for t, a, b in zip(self.terms, lo, hi, strict=False):
+            if t in by_design:
+                continue
             if not (np.isfinite(a) and np.isfinite(b)):
                 out.append(t)
                 continue
@@ -424,6 +432,27 @@ class PrivateResult:
                     and self._coef_range() is not None and (b - a) >= self._coef_range()):
                 out.append(t)
         return tuple(out)
+
+    def _term_checks(self) -> tuple[str | None, ...]:
+        """Each term's interval check when the method reports one per term (``details["interval_checks"]``)."""
+        rel = self.release
+        v = rel.details.get("interval_checks") if self.inference and isinstance(rel, Release) else None
+        if isinstance(v, (tuple, list)) and len(v) == len(self.terms):
+            return tuple(None if c is None else str(c) for c in v)
+        return (None,) * len(self.terms)
+
+    def terms_without_interval(self) -> tuple[str, ...]:
+        """Terms the method gives no interval by design (fwl_each's intercept); ``()`` for most methods.
+
+        Their standard error is infinite whatever the data; they are shown as
+        "no interval" and do not make the release :attr:`uninformative`.
+
+        Returns
+        -------
+        tuple of str
+        """
+        return tuple(t for t, c in zip(self.terms, self._term_checks(), strict=True)
+                     if c is not None and c.startswith(NO_INTERVAL))
 
     def _coef_range(self) -> float | None:
         """Width of the coefficient range implied by public bounds on y and the regressor (|dy| / |dx|), if any."""
@@ -509,10 +538,12 @@ class PrivateResult:
             lo, hi = self._interval(0.95)
             se = np.atleast_1d(np.asarray(self.std_error, dtype=float))
             fallen = set(self._fallback_set())
+            by_design = set(self.terms_without_interval())
             lines.append(f"  {'term':<{width}}  {'private estimate':>16}  {'std. error':>11}  95% interval")
             for t, v, s, a, b in zip(self.terms, self._values(), se, lo, hi, strict=False):
                 # a fallback was not estimated: its interval, even a finite one, is not shown as an interval
                 ci = ("not estimated (fallback)" if t in fallen and np.isfinite(a) and np.isfinite(b)
+                      else "none from this method" if t in by_design
                       else f"[{_fmt(float(a))}, {_fmt(float(b))}]")
                 lines.append(f"  {t:<{width}}  {_fmt(float(v)):>16}  {_fmt(float(s)):>11}  {ci}")
         else:

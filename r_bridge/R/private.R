@@ -129,8 +129,8 @@ dp_result <- function(v) {
 #'   error and confidence interval (\code{confint}, and \code{std.error},
 #'   \code{conf.low}, \code{conf.high} in \code{dp_tidy}) whenever the
 #'   method gives one that is offered (judged one data set at a time on the
-#'   public corpus), as the defaults of dp_coef and dp_mean do (dp_ols's
-#'   does not at present), within the same
+#'   public corpus), as the defaults of dp_coef, dp_ols (one per slope, none
+#'   for the intercept) and dp_mean do, within the same
 #'   budget, for the population parameter (sampling error and privacy
 #'   noise); \code{TRUE} makes a method without offered intervals an error;
 #'   \code{FALSE} spends the whole budget on the point estimate. See the

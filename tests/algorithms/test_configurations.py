@@ -67,7 +67,7 @@ def test_the_roster_adds_no_class(tmp_path: Path, restore_registry) -> None:
     assert C.register_tuned(tmp_path)
     assert dict(_REGISTRY) == before
     named = list_configurations(named=True)
-    assert {c.name for c in named} >= {"fwl_score[api]", "dpnewton[api]", "adaptive_whiten[api]",
+    assert {c.name for c in named} >= {"fwl_score[api]", "fwl_each[api]", "adaptive_whiten[api]",
                                          "kv_clip_tuned_eps1"}
     for cfg in named:
         assert isinstance(cfg, C.Configuration) and (cfg.task, cfg.name) not in _REGISTRY

@@ -127,7 +127,7 @@ def test_the_registry_is_what_is_tested():
         assert get(cls.task, cls.name) is cls
     assert [(c.task, c.name) for c in ROSTER if c.kind == "algorithm"] == [(c.task, c.name) for c in REGISTERED]
     # the API's and the tuned configurations are tested like the others
-    assert {c.name for c in ALGORITHMS if c.kind == "api"} == {"fwl_score[api]", "dpnewton[api]", "adaptive_whiten[api]"}
+    assert {c.name for c in ALGORITHMS if c.kind == "api"} == {"fwl_score[api]", "fwl_each[api]", "adaptive_whiten[api]"}
     tuned = [c for c in ALGORITHMS if c.kind == "tuned"]
     assert tuned and all(c.name.startswith(c.algorithm + "_tuned_eps") and c.params for c in tuned)
     # the sce wrappers of the linreg algorithms are among them
