@@ -30,7 +30,7 @@ mechanism, ``Delta^2/(2 sigma^2)`` for the Gaussian Gram or pair scatter.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +59,8 @@ from dpstats.algorithms.sce._within import (
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
 from dpstats.privacy.quantiles import private_grid_cell
 
-__all__ = ["Partialled", "STAGE1_DETAILS", "absorbed_block", "intercept_column", "nuisance_spread", "partial_out"]
+__all__ = ["Partialled", "STAGE1_DETAILS", "Standardised", "absorbed_block", "intercept_column", "nuisance_spread",
+           "partial_out", "standardise"]
 
 
 def _design_columns(facts: Any, d: int) -> tuple[list[int], int | None]:
@@ -306,6 +307,112 @@ class Partialled:
         return (lo <= self.row_bound / math.sqrt(self.p) <= hi) and (lo <= C_u <= hi) and C_v <= hi
 
 
+@dataclass(frozen=True)
+class Standardised:
+    """Stage 1's released standardisation and Gram of the columns ``W`` (everything here is private or paid).
+
+    ``cols`` names each column of ``W`` by its design column (``-1`` the
+    outcome); :meth:`reordered` gives the same release with the columns in
+    another order (the Gram's constant row stays first), so that several
+    targets can be partialled out of one release (:func:`partial_out`'s
+    ``stage1``).
+    """
+
+    W: np.ndarray
+    names: tuple[str, ...]
+    cols: tuple[int, ...]
+    public: np.ndarray
+    free: np.ndarray
+    loc: np.ndarray
+    scale: np.ndarray
+    Sc: np.ndarray
+    over_clip: np.ndarray
+    B: float
+    G: np.ndarray
+    sigma_gram: float
+    n_private: int
+    bounds: Mapping[str, tuple[float, float]]
+
+    def reordered(self, cols: list[int]) -> Standardised:
+        """The columns ``cols`` (design columns, ``-1`` the outcome), in that order: a permutation of ``cols``."""
+        order = [self.cols.index(c) for c in cols]
+        if sorted(order) != list(range(len(self.cols))):
+            raise ValueError(f"reordered needs a permutation of the columns {self.cols}, got {cols}")
+        gi = [0] + [1 + q for q in order]
+        return Standardised(
+            W=self.W[:, order], names=tuple(self.names[q] for q in order), cols=tuple(cols),
+            public=self.public[order], free=self.free[order], loc=self.loc[order], scale=self.scale[order],
+            Sc=self.Sc[:, order], over_clip=self.over_clip, B=self.B, G=self.G[np.ix_(gi, gi)],
+            sigma_gram=self.sigma_gram, n_private=self.n_private, bounds=self.bounds,
+        )
+
+
+def standardise(
+    W: np.ndarray, names: list[str], cols: list[int], facts: Any, acc: ZCDPAccountant, rng: np.random.Generator,
+    const: bool, *, scale_share: float, gram_share: float, scale_factor: float, col_clip: float, kappa: float,
+    q_row_max: float, use_bounds: bool = False, scale_weight: float = 1.0,
+) -> Standardised:
+    """Stage 1a and 1b on the columns ``W``: private locations and scales, the row bound, the noisy Gram.
+
+    Spends ``scale_share + gram_share`` of ``acc.rho``: ``2 m + 1``
+    exponential mechanisms (``m`` columns standardised privately) and one
+    Gaussian Gram of ``(1, W)`` standardised, clipped to ``+-col_clip`` and
+    to the private row bound (see :func:`partial_out`). ``const``: the
+    design has a constant column (locations are then centred).
+    """
+    n = W.shape[0]
+    rho = acc.rho
+    p = W.shape[1]
+    weighted = bool(getattr(facts, "weighted", False))
+    # rows of weighted instances are scaled by sqrt(weight): public bounds no longer hold
+    bounds = {} if weighted else dict(facts.bounds)
+    public = np.array([(not weighted) and is_binary_public(facts, nm) for nm in names])
+    loc = np.zeros(p)
+    scale = np.ones(p)
+    # optionally, columns with a finite public range use it (free): centre = midpoint, scale = half-width
+    ranged = np.zeros(p, dtype=bool)
+    c: int | np.integer[Any]  # the column loops run over numpy indices and over range(p)
+    if use_bounds:
+        for c in np.flatnonzero(~public):
+            b = _finite_bounds(bounds, names[c])
+            if b is not None and b[1] > b[0]:
+                ranged[c] = True
+                loc[c] = 0.5 * (b[0] + b[1]) if const else 0.0
+                scale[c] = 0.5 * (b[1] - b[0]) if const else max(abs(b[0]), abs(b[1]))
+    free = ~public & ~ranged
+    n_private = int(free.sum())
+    # ---- stage 1a: private location and scale of each other column, and a row-norm bound
+    # each column's location and the row bound weigh 1, each column's scale scale_weight
+    units = n_private * (1.0 + scale_weight) + 1.0
+    e_em = em_epsilon(scale_share * rho / units, bound=EM_BOUND)
+    e_sc = em_epsilon(scale_share * rho * scale_weight / units, bound=EM_BOUND)
+    for c in np.flatnonzero(free):
+        loc[c], sc = private_location_scale(W[:, c], e_em, rng, bounds.get(names[c]), acc=acc, label=names[c],
+                                            scale_epsilon=e_sc)
+        scale[c] = scale_factor * sc
+        if not const:
+            loc[c] = 0.0
+    Sraw = (W - loc) / scale
+    Sc = np.clip(Sraw, -col_clip, col_clip)
+    # rows the column clip changes (private: enters only the paid count of tail_count)
+    over_clip = np.any(np.abs(Sraw) > col_clip, axis=1)
+    norms = np.linalg.norm(Sc, axis=1)
+    q_row = adaptive_quantile(n, e_em, kappa, q_max=q_row_max)
+    _, B = private_grid_cell(norms, positive_grid(1e-3, 1e4), e_em, rng, acc=acc,
+                             mechanism="grid quantile (row norm)", q=q_row)
+    Sr = Sc * np.minimum(1.0, B / np.maximum(norms, 1e-300))[:, None]
+    # ---- stage 1b: noisy Gram of (1, controls, x, y)
+    A = np.column_stack([np.ones(n), Sr])
+    Delta_G = gram_sensitivity(B)
+    sig_G = Delta_G / math.sqrt(2.0 * gram_share * rho)
+    G = noisy_gram(A, sig_G, rng, acc=acc, sensitivity=Delta_G, mechanism="Gaussian Gram of (1, controls, x, y)",
+                   note=f"row norm bound {B:.4g}")
+    return Standardised(
+        W=W, names=tuple(names), cols=tuple(cols), public=public, free=free, loc=loc, scale=scale, Sc=Sc,
+        over_clip=over_clip, B=float(B), G=G, sigma_gram=float(sig_G), n_private=n_private, bounds=bounds,
+    )
+
+
 def partial_out(
     X: np.ndarray,
     y: np.ndarray,
@@ -327,6 +434,7 @@ def partial_out(
     scale_weight: float = 1.0,
     proj_margin: float = math.inf,
     cluster_groups: tuple[np.ndarray, int] | None = None,
+    stage1: Standardised | None = None,
 ) -> Partialled:
     """Stage 1: private standardisation, noisy Gram, nuisance projections; spends ``scale_share + gram_share`` of rho.
 
@@ -343,6 +451,11 @@ def partial_out(
     then splits the within cells by group, so that every pair lies inside
     one group of clusters; the row path ignores it.
 
+    ``stage1``: a :class:`Standardised` release of every design column and
+    the outcome (:func:`standardise`), made once for several targets; the
+    projections for ``facts.coef_index`` are then post-processing of it and
+    nothing is spent (row path only: no term is absorbed).
+
     A public 0/1 ``x`` or ``y`` has its projection clipped to
     ``[-proj_margin, 1 + proj_margin]`` before the residual is taken, so the
     residual's bound is ``1 + proj_margin`` whatever the noisy projection
@@ -351,64 +464,29 @@ def partial_out(
     leaves that range: the score stays orthogonal to it.
     """
     n, d = X.shape
-    rho = acc.rho
     j = facts.coef_index
     controls, icpt = _design_columns(facts, d)
     block = absorbed_block(facts, controls, absorb, absorb_sole) if icpt is not None else []
+    if block and stage1 is not None:
+        raise ValueError("partial_out: a shared stage 1 has no absorbed term (use absorb=0, absorb_sole=0)")
     if block:
         return _partial_out_within(
             X, y, facts, acc, rng, block, [c for c in controls if c not in set(block)], scale_share=scale_share,
             gram_share=gram_share, scale_factor=scale_factor, col_clip=col_clip, kappa=kappa, q_row_max=q_row_max,
             ridge=ridge, m_cell=m_cell, cluster_groups=cluster_groups,
         )
-    names = [facts.columns[c] for c in controls] + [facts.columns[j], facts.outcome]
-    W = np.column_stack([X[:, controls], X[:, j], y])
+    if stage1 is None:
+        W = np.column_stack([X[:, controls], X[:, j], y])
+        S = standardise(W, [facts.columns[c] for c in controls] + [facts.columns[j], facts.outcome],
+                        [*controls, j, -1], facts, acc, rng, icpt is not None, scale_share=scale_share,
+                        gram_share=gram_share, scale_factor=scale_factor, col_clip=col_clip, kappa=kappa,
+                        q_row_max=q_row_max, use_bounds=use_bounds, scale_weight=scale_weight)
+    else:
+        S = stage1.reordered([*controls, j, -1])
+    W, names, public, free, loc, scale, Sc = S.W, S.names, S.public, S.free, S.loc, S.scale, S.Sc
+    over_clip, B, G, sig_G, n_private, bounds = S.over_clip, S.B, S.G, S.sigma_gram, S.n_private, S.bounds
     p = W.shape[1]
     ix_c, iy_c = p - 2, p - 1  # positions of x and y among the columns of W
-    weighted = bool(getattr(facts, "weighted", False))
-    # rows of weighted instances are scaled by sqrt(weight): public bounds no longer hold
-    bounds = {} if weighted else dict(facts.bounds)
-    public = np.array([(not weighted) and is_binary_public(facts, nm) for nm in names])
-    loc = np.zeros(p)
-    scale = np.ones(p)
-    # optionally, columns with a finite public range use it (free): centre = midpoint, scale = half-width
-    ranged = np.zeros(p, dtype=bool)
-    c: int | np.integer[Any]  # the column loops run over numpy indices and over range(p)
-    if use_bounds:
-        for c in np.flatnonzero(~public):
-            b = _finite_bounds(bounds, names[c])
-            if b is not None and b[1] > b[0]:
-                ranged[c] = True
-                loc[c] = 0.5 * (b[0] + b[1]) if icpt is not None else 0.0
-                scale[c] = 0.5 * (b[1] - b[0]) if icpt is not None else max(abs(b[0]), abs(b[1]))
-    free = ~public & ~ranged
-    n_private = int(free.sum())
-    # ---- stage 1a: private location and scale of each other column, and a row-norm bound
-    # each column's location and the row bound weigh 1, each column's scale scale_weight
-    units = n_private * (1.0 + scale_weight) + 1.0
-    e_em = em_epsilon(scale_share * rho / units, bound=EM_BOUND)
-    e_sc = em_epsilon(scale_share * rho * scale_weight / units, bound=EM_BOUND)
-    for c in np.flatnonzero(free):
-        loc[c], sc = private_location_scale(W[:, c], e_em, rng, bounds.get(names[c]), acc=acc, label=names[c],
-                                            scale_epsilon=e_sc)
-        scale[c] = scale_factor * sc
-        if icpt is None:
-            loc[c] = 0.0
-    Sraw = (W - loc) / scale
-    Sc = np.clip(Sraw, -col_clip, col_clip)
-    # rows the column clip changes (private: enters only the paid count of tail_count)
-    over_clip = np.any(np.abs(Sraw) > col_clip, axis=1)
-    norms = np.linalg.norm(Sc, axis=1)
-    q_row = adaptive_quantile(n, e_em, kappa, q_max=q_row_max)
-    _, B = private_grid_cell(norms, positive_grid(1e-3, 1e4), e_em, rng, acc=acc,
-                             mechanism="grid quantile (row norm)", q=q_row)
-    Sr = Sc * np.minimum(1.0, B / np.maximum(norms, 1e-300))[:, None]
-    # ---- stage 1b: noisy Gram of (1, controls, x, y)
-    A = np.column_stack([np.ones(n), Sr])
-    Delta_G = gram_sensitivity(B)
-    sig_G = Delta_G / math.sqrt(2.0 * gram_share * rho)
-    G = noisy_gram(A, sig_G, rng, acc=acc, sensitivity=Delta_G, mechanism="Gaussian Gram of (1, controls, x, y)",
-                   note=f"row norm bound {B:.4g}")
     # nuisance by post-processing
     const = icpt is not None
     ia = list(range(0 if const else 1, p - 1))  # (constant,) controls
@@ -551,7 +629,7 @@ def _partial_out_within(
 
 
 def bounded_range_scales(
-    names: list[str], free: np.ndarray, scale: np.ndarray, bounds: Mapping[str, tuple[float, float]],
+    names: Sequence[str], free: np.ndarray, scale: np.ndarray, bounds: Mapping[str, tuple[float, float]],
 ) -> float:
     """Widest public range ``hi - lo`` of a privately scaled column over its private scale (0 when none is bounded).
 

@@ -47,6 +47,7 @@ from dpstats.algorithms.sce._cluster_groups import cluster_groups as label_group
 from dpstats.algorithms.sce._cluster_groups import group_jackknife, groups_for_count, noisy_cluster_count
 from dpstats.algorithms.sce._fwl_nuisance import (
     STAGE1_DETAILS,
+    Standardised,
     _design_columns,
     _floor_sensitivity,
     absorbed_block,
@@ -149,6 +150,7 @@ def fwl_score_release(
     singleton_rows: float = 1.1,
     clusters: np.ndarray | None = None,
     partialled: list[Any] | None = None,
+    stage1: Standardised | None = None,
 ) -> tuple[float, dict[str, Any]]:
     """Run both stages, spending the accountant's whole budget.
 
@@ -169,7 +171,11 @@ def fwl_score_release(
     the within cells are formed inside each group of clusters.
 
     ``partialled``, when given, receives stage 1's ``Partialled`` (for a
-    caller's post-processing of its released quantities).
+    caller's post-processing of its released quantities). ``stage1``, when
+    given, is a standardisation and Gram already released for several
+    targets (:func:`~dpstats.algorithms.sce._fwl_nuisance.standardise`):
+    stage 1 is then post-processing of it, and ``acc`` pays for stage 2 only
+    (its shares ``q_share`` etc. are then shares of ``acc``'s budget).
 
     Returns
     -------
@@ -202,7 +208,7 @@ def fwl_score_release(
         X, y, facts, acc, rng, scale_share=scale_share, gram_share=g_share, scale_factor=scale_factor,
         col_clip=col_clip, kappa=kappa, q_row_max=q_row_max, ridge=ridge, use_bounds=use_bounds, absorb=absorb,
         m_cell=m_cell, absorb_sole=absorb_sole, scale_weight=scale_weight, proj_margin=proj_margin,
-        cluster_groups=None if groups is None else (groups, J_lab),
+        cluster_groups=None if groups is None else (groups, J_lab), stage1=stage1,
     )
     if partialled is not None:
         partialled.append(P)
@@ -446,7 +452,7 @@ SHRUNK_TO_0 = "shrunk to 0: the estimate is within one privacy-noise standard de
 
 def fwl_score_coefficient(
     data: TaskData, facts: Any, acc: ZCDPAccountant, rng: np.random.Generator, params: Mapping[str, Any],
-    partialled: list[Any] | None = None,
+    partialled: list[Any] | None = None, stage1: Standardised | None = None,
 ) -> tuple[float, float | None, float | None, float | None, dict[str, Any]]:
     """``fwl_score``'s release of the coefficient ``facts.coef_index``, spending ``acc``'s whole budget.
 
@@ -457,7 +463,8 @@ def fwl_score_coefficient(
     and, with
     ``shrink_uninformative``, the shrinkage of an estimate whose interval is
     infinite. ``partialled``, when given, receives stage 1's
-    :class:`~dpstats.algorithms.sce._fwl_nuisance.Partialled`.
+    :class:`~dpstats.algorithms.sce._fwl_nuisance.Partialled`; ``stage1`` is
+    :func:`fwl_score_release`'s.
 
     Returns
     -------
@@ -473,7 +480,8 @@ def fwl_score_coefficient(
         p["ridge"] = above
     shrink_inf = float(p.pop("shrink_uninformative"))
     est, det = fwl_score_release(data.X, cast(np.ndarray, data.y), facts, acc, rng,
-                                 clusters=getattr(data, "clusters", None), partialled=partialled, **p)
+                                 clusters=getattr(data, "clusters", None), partialled=partialled, stage1=stage1,
+                                 **p)
     se, bias = det.pop("std_error", None), det.pop("bias_bound", None)
     if se is not None and not math.isfinite(se) and shrink_inf > 0 and "fallback" not in det and est != 0.0:
         # an infinite interval says "cannot tell"; the estimate shown with it is then shrunk towards 0 as

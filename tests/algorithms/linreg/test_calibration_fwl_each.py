@@ -31,9 +31,9 @@ def _instance(iid: str):
     return inst.task_data(), inst.facts
 
 
-def _run(name: str, task: str, data, facts, eps: float, seed: int, intervals: bool = True):
+def _run(name: str, task: str, data, facts, eps: float, seed: int, intervals: bool = True, **params):
     cls = get(task, name)
-    algo = cls(**(dict(cls.interval_params) if intervals else {}))
+    algo = cls(**{**(dict(cls.interval_params) if intervals else {}), **params})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         return algo.run(data, facts, eps, DELTA, np.random.default_rng(seed))
@@ -42,9 +42,9 @@ def _run(name: str, task: str, data, facts, eps: float, seed: int, intervals: bo
 @pytest.mark.parametrize("eps,seed", [(1.0, 0), (3.0, 1), (10.0, 2)])
 @pytest.mark.parametrize("intervals", [True, False])
 def test_one_slope_is_fwl_score_bit_for_bit(eps, seed, intervals):
-    """With one slope the part is the whole budget: the slope is fwl_score's release of it, same draws."""
+    """Split stages, one slope: the part is the whole budget, and the slope is fwl_score's release, same draws."""
     data, facts = _instance("engel_food_linreg")
-    out = _run("fwl_each", "linreg", data, facts, eps, seed, intervals)
+    out = _run("fwl_each", "linreg", data, facts, eps, seed, intervals, shared=False)
     sce = replace(facts, task="sce", coefficient="income", coef_index=1)
     ref = _run("fwl_score", "sce", data, sce, eps, seed, intervals)
     assert isinstance(out, Release) and isinstance(ref, Release)
@@ -63,9 +63,9 @@ def test_one_slope_is_fwl_score_bit_for_bit(eps, seed, intervals):
 @pytest.mark.parametrize("iid,eps,seed", [("mroz87_lwage_linreg", 1.0, 0), ("card95_ols_basic_linreg", 3.0, 1),
                                           ("bm04_call_linreg", 10.0, 2)])
 def test_each_slope_spends_exactly_its_share(iid, eps, seed):
-    """The ledger holds rho; the entries of each slope (named '... (<slope>)') hold rho / k each."""
+    """Split stages: the ledger holds rho; the entries of each slope (named '... (<slope>)') hold rho / k each."""
     data, facts = _instance(iid)
-    out = _run("fwl_each", "linreg", data, facts, eps, seed)
+    out = _run("fwl_each", "linreg", data, facts, eps, seed, shared=False)
     assert isinstance(out, Release)
     rho = zcdp_rho(eps, DELTA)
     slopes = [c for c in facts.columns if c != "Intercept"]
@@ -118,3 +118,54 @@ def test_designs_with_more_slopes_than_max_parts_decline_before_any_spend():
     data, facts = _instance("mroz87_lwage_linreg")
     out = get("linreg", "fwl_each")(max_parts=2).run(data, facts, 1.0, DELTA, np.random.default_rng(0))
     assert isinstance(out, Decline) and "max_parts = 2" in out.reason and out.ledger == ()
+
+
+def _shared(name: str = "fwl_each", **kw):
+    cls = get("linreg", name)
+    return cls(**{**cls.interval_params, "shared": True, **kw})
+
+
+@pytest.mark.parametrize("eps,seed", [(1.0, 0), (3.0, 1), (10.0, 2)])
+def test_shared_stage_1_with_one_slope_is_fwl_score_bit_for_bit(eps, seed):
+    """One slope: the shared stage 1 is fwl_score's, and the slope's part holds all of stage 2."""
+    data, facts = _instance("engel_food_linreg")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        out = _shared().run(data, facts, eps, DELTA, np.random.default_rng(seed))
+    sce = replace(facts, task="sce", coefficient="income", coef_index=1)
+    ref = _run("fwl_score", "sce", data, sce, eps, seed, True)
+    assert out.estimate[1] == ref.estimate[0]
+    assert (out.std_error[1], out.bias_bound[1]) == (ref.std_error[0], ref.bias_bound[0])
+    assert [e.cost for e in out.ledger] == pytest.approx([e.cost for e in ref.ledger], rel=1e-12)
+    assert [e.scale for e in out.ledger] == pytest.approx([e.scale for e in ref.ledger], rel=1e-12)
+
+
+@pytest.mark.parametrize("iid,eps,seed", [("mroz87_lwage_linreg", 1.0, 0), ("card95_ols_basic_linreg", 3.0, 1),
+                                          ("bm04_call_linreg", 10.0, 2)])
+def test_shared_stage_1_is_paid_once_and_stage_2_split(iid, eps, seed):
+    """Stage 1 (unlabelled entries) holds fwl_score's shares of rho once; each slope's entries hold 1/k of the rest."""
+    data, facts = _instance(iid)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        out = _shared().run(data, facts, eps, DELTA, np.random.default_rng(seed))
+    assert isinstance(out, Release)
+    rho = zcdp_rho(eps, DELTA)
+    slopes = [c for c in facts.columns if c != "Intercept"]
+    k, d = len(slopes), len(facts.columns)
+    stage1, spent = 0.0, {}
+    for e in out.ledger:
+        # stage 1's entries (some name a column of their own); stage 2's end with their slope's part label
+        if e.mechanism.startswith(("grid median", "grid quantile (row norm)", "Gaussian Gram")):
+            stage1 += e.cost
+            continue
+        m = re.fullmatch(r"(.*) \((.+)\)", e.mechanism)
+        assert m is not None and m.group(2) in slopes, e.mechanism
+        spent[m.group(2)] = spent.get(m.group(2), 0.0) + e.cost
+    # docs (fwl_score): 25 % for the locations, scales and row bound; the Gram 40 % times min(1, (d - 1) / 4)
+    share1 = 0.25 + 0.4 * min(1.0, (d - 1) / 4.0)
+    assert stage1 == pytest.approx(share1 * rho, rel=1e-9)
+    assert sorted(spent) == sorted(slopes)
+    for name in slopes:
+        assert spent[name] == pytest.approx((1.0 - share1) * rho / k, rel=1e-9), name
+    # one Gram for all the slopes
+    assert sum(e.mechanism.startswith("Gaussian Gram") for e in out.ledger) == 1
