@@ -32,6 +32,7 @@ from dpstats.synth.datasets import load_dataset
 from dpstats.synth.schema import Schema
 
 REPO = Path(__file__).resolve().parent.parent
+PUBLIC = REPO / "replication"   # the shipped public corpus (the lines run without DPSTATS_CORPUS)
 PREFIX = ".venv/bin/dpstats"
 FENCE = re.compile(r"^```bash\s*\n(.*?)^```", re.S | re.M)
 
@@ -79,7 +80,7 @@ def _key(argv: list[str]) -> str:
 # ---- the checks, one per subcommand: (argv, completed process, working folder) ----
 
 def _corpus_list(argv: list[str], p: subprocess.CompletedProcess, cwd: Path) -> None:
-    corpus = Corpus.public()
+    corpus = Corpus(PUBLIC)
     studies = {s.study for s in corpus}
     assert p.stdout.rstrip().splitlines()[-1].startswith(f"{len(corpus)} instances in {len(studies)} studies")
     listed = {ln.split()[1] for ln in p.stdout.splitlines()[1:] if len(ln.split()) > 2}
@@ -87,7 +88,7 @@ def _corpus_list(argv: list[str], p: subprocess.CompletedProcess, cwd: Path) -> 
 
 
 def _corpus_show(argv: list[str], p: subprocess.CompletedProcess, cwd: Path) -> None:
-    spec = Corpus.public().spec(argv[2])
+    spec = Corpus(PUBLIC).spec(argv[2])
     fields = dict(ln.strip().split(": ", 1) for ln in p.stdout.splitlines() if ": " in ln)
     assert fields["instance"] == spec.id and fields["study"] == spec.study and fields["task"] == spec.task
     assert spec.reported, "show an instance with published numbers"
@@ -121,7 +122,7 @@ def _bench(argv: list[str], p: subprocess.CompletedProcess, cwd: Path) -> None:
     assert list(runs["status"]) == ["complete"] and (runs["completed"] == runs["planned"]).all()
     trials = read_trials(results)
     assert len(trials) == int(runs["completed"].iloc[0]) > 0
-    corpus = Corpus(cwd / _one(argv, "--corpus")) if "--corpus" in argv else Corpus.public()
+    corpus = Corpus(cwd / _one(argv, "--corpus")) if "--corpus" in argv else Corpus(PUBLIC)
     tasks = _values(argv, "--task") or ["sce", "linreg", "mean"]
     wanted = _values(argv, "--instance") or [s.id for t in tasks for s in corpus.specs(t)]
     assert set(trials["instance"]) == set(wanted) and set(trials["task"]) <= set(tasks)
