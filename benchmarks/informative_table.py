@@ -3,7 +3,7 @@
 Reads the two committed quick-preset tables and prints Markdown tables:
 
 - ``docs/benchmark/ratios_public_quick.csv`` (``benchmarks/ratio_table.py``: the error ratio of every
-  trial of every algorithm, quick preset, ε ∈ {1, 10}, 3 trials per instance). The trials are rebuilt
+  trial of every algorithm, quick preset, ε ∈ {0.3, 1, 3, 10}, 3 trials per instance). The trials are rebuilt
   with :func:`ratio_table.read_ratio_table` and scored with the package's leaderboard
   (:func:`dpstats.bench.leaderboard.leaderboard`: τ@50 with studies weighted equally, the ∞ rule,
   the tails ``tail100 = 1 - S(100)``), on slice ``all``;

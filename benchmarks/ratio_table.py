@@ -15,10 +15,19 @@ algorithm's profile with the package's own code. On the quick preset the
 leaderboard rebuilt from the table has the exact one's ranks, reaches and
 tails, and its τ@50 within a relative 10⁻⁵ (the rounding).
 
-Usage (the quick preset of ``scripts/main.sh``: 14,190 trials, 12 minutes on two shared cores)::
+Usage (the quick preset of ``scripts/main.sh`` at the protocol's four ε)::
 
-    dpstats bench --preset quick --workers 2 --results results/bench.sqlite
+    dpstats bench --preset quick --epsilon 0.3 1 3 10 --workers 2 --results results/bench.sqlite
     python benchmarks/ratio_table.py results/bench.sqlite docs/benchmark/ratios_public_quick.csv
+
+``--merge TABLE`` keeps the rows of an existing table at the ε the results do
+not hold: the committed table has ε = 1 and 10 from the quick preset at commit
+``8cff1f2`` (14,190 trials, 12 minutes on two shared cores) and ε = 0.3 and 3
+from a later run at commit ``fc870b8`` (14,448 trials, one worker)::
+
+    dpstats bench --preset quick --epsilon 0.3 3 --workers 1 --results /tmp/docs22_quick.sqlite
+    python benchmarks/ratio_table.py /tmp/docs22_quick.sqlite docs/benchmark/ratios_public_quick.csv \
+        --merge docs/benchmark/ratios_public_quick.csv
 """
 
 from __future__ import annotations
@@ -39,7 +48,7 @@ def _fmt(r: float) -> str:
 
 def ratio_table(trials: pd.DataFrame) -> pd.DataFrame:
     """One row per task, ε, algorithm and instance with the trials' ratios (seed order)."""
-    from dpstats.bench.evaluation import TASKS, prepare
+    from dpstats.bench.evaluation import prepare
 
     df = prepare(trials)
     if "corpus" in df.columns and df["corpus"].nunique() > 1:
@@ -48,12 +57,26 @@ def ratio_table(trials: pd.DataFrame) -> pd.DataFrame:
     keys = ["task", "epsilon", "algorithm", "interpretation", "instance", "study", "n", "d"]
     out = (df.groupby(keys, sort=False)["score"].agg(lambda s: " ".join(_fmt(float(r)) for r in s))
            .rename("ratios").reset_index())
+    return _ordered(out)
+
+
+def _ordered(table: pd.DataFrame) -> pd.DataFrame:
+    """The table's rows by task (the package's order), ε, algorithm and instance; its columns in order."""
+    from dpstats.bench.evaluation import TASKS
+
+    out = table.copy()
     out["task"] = pd.Categorical(out["task"], categories=list(TASKS), ordered=True)
     out = out.sort_values(["task", "epsilon", "algorithm", "instance"], kind="stable").reset_index(drop=True)
     out["task"] = out["task"].astype(str)
     out["n"] = out["n"].astype(np.int64)
     out["d"] = out["d"].astype(np.int64)
     return out[list(COLUMNS)]
+
+
+def merge_tables(new: pd.DataFrame, old: pd.DataFrame) -> pd.DataFrame:
+    """``new`` and the rows of ``old`` at the ε that ``new`` does not have (a run at other ε added to a table)."""
+    keep = old[~old["epsilon"].astype(float).isin(set(new["epsilon"].astype(float)))]
+    return _ordered(pd.concat([keep, new], ignore_index=True))
 
 
 def read_ratio_table(path: str | Path) -> pd.DataFrame:
@@ -77,10 +100,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", help="results file: SQLite from dpstats bench, or a report's trials.csv")
     ap.add_argument("out", help="the CSV to write (docs/benchmark/ratios_public_quick.csv)")
+    ap.add_argument("--merge", metavar="TABLE", help="keep this ratio table's rows at the ε the results do not hold")
     args = ap.parse_args(argv)
     from dpstats.bench.report import load_trials
 
     table = ratio_table(load_trials(args.results))
+    if args.merge:
+        table = merge_tables(table, pd.read_csv(args.merge, dtype={"ratios": str}))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out, index=False, lineterminator="\n")
     size = Path(args.out).stat().st_size

@@ -75,12 +75,29 @@ def test_ratio_table_round_trip(ratio_table: ModuleType, tmp_path: Path) -> None
     assert exact["rank"].astype(float).fillna(-1).tolist() == rebuilt["rank"].astype(float).fillna(-1).tolist()
 
 
+def test_merge_keeps_the_old_table_at_other_epsilons(ratio_table: ModuleType) -> None:
+    trials = _trials()
+    old = ratio_table.ratio_table(trials)
+    later = trials[trials["epsilon"] == 10.0].assign(epsilon=3.0, ratio=lambda d: d["ratio"] * 2)
+    rerun = trials[trials["epsilon"] == 10.0].assign(ratio=lambda d: d["ratio"] * 5)
+    merged = ratio_table.merge_tables(ratio_table.ratio_table(pd.concat([later, rerun])), old)
+    # ε = 1 kept from the old table; ε = 3 added; ε = 10 replaced by the new run; the order of a fresh table
+    assert merged.equals(ratio_table.ratio_table(pd.concat([trials[trials["epsilon"] == 1.0], later, rerun])))
+    assert list(merged["epsilon"].drop_duplicates()) == [1.0, 3.0, 10.0]
+
+
 def test_committed_table_covers_every_page(ratio_table: ModuleType) -> None:
     trials = ratio_table.read_ratio_table(DOCS / "benchmark" / "ratios_public_quick.csv")
     have = set(zip(trials["task"], trials["algorithm"]))
     missing = [f"{p.parent.name}/{p.stem}" for p in PAGES if (p.parent.name, p.stem) not in have]
     assert missing == [], missing
     assert set(trials["status"]) <= {"ok", "error"}
+    # every page's algorithm at the protocol's four ε, 3 trials on each of the quick preset's instances
+    for p in PAGES:
+        mine = trials[(trials["task"] == p.parent.name) & (trials["algorithm"] == p.stem)]
+        per = mine.groupby("epsilon")["instance"].agg(["nunique", "size"])
+        assert list(per.index) == [0.3, 1.0, 3.0, 10.0], (p.stem, list(per.index))
+        assert (per["nunique"] == 43).all() and (per["size"] == 3 * 43).all(), (p.stem, per)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: f"{p.parent.name}/{p.stem}")
