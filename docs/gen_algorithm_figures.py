@@ -5,9 +5,9 @@ For each page ``algorithms/<task>/<name>.md`` this writes
 figures beside it:
 
 - ``<task>-<name>-profile.png``: the algorithm's performance profile against the task's leaders
-  (the :data:`LEADERS` best ``standard`` algorithms by τ@50) at each ε, one panel per ε, from
-  ``benchmark/ratios_public_quick.csv`` (``benchmarks/ratio_table.py``), with the profiles, τ@50 and
-  ranks of :mod:`dpstats.bench.evaluation` and :mod:`dpstats.bench.leaderboard`;
+  (the :data:`LEADERS` best ``standard`` algorithms by τ@50) at each ε of the table, one panel per ε,
+  two to a row, from ``benchmark/ratios_public_quick.csv`` (``benchmarks/ratio_table.py``), with the
+  profiles, τ@50 and ranks of :mod:`dpstats.bench.evaluation` and :mod:`dpstats.bench.leaderboard`;
 - ``<task>-<name>-coverage.png``, when the algorithm has intervals: its coverage of the truth,
   share of finite intervals and median width ratio against ε per slice, with the non-private
   interval's coverage and the 95 % line, from ``benchmark/coverage_public_quick.csv``.
@@ -30,6 +30,7 @@ RATIOS = DOCS / "benchmark" / "ratios_public_quick.csv"
 COVERAGE = DOCS / "benchmark" / "coverage_public_quick.csv"
 OUT = "generated/algorithm_figures"  # relative to the source folder
 LEADERS = 3  # standard algorithms drawn beside the page's own, the best by τ@50
+PANELS_PER_ROW = 2  # profile panels (one per ε) side by side; four ε make two rows
 TAU_MAX = 1e3  # the right end of the τ axis, as on the report's pages
 TAU_MIN = 1e-3  # its left end at the lowest (a curve's steps below it are drawn at it: S(TAU_MIN) is right)
 WIDTH = 8.4  # inches at 100 dpi: about the text column at a 1,400 px window
@@ -47,7 +48,7 @@ SLICE_STYLE = {  # slice -> (label, colour, line width)
 }
 
 RATIO_COMMAND = """\
-dpstats bench --preset quick --workers 2 --results results/bench.sqlite
+dpstats bench --preset quick --epsilon 0.3 1 3 10 --workers 2 --results results/bench.sqlite
 python benchmarks/ratio_table.py results/bench.sqlite \\
     docs/benchmark/ratios_public_quick.csv"""
 COVERAGE_COMMAND = """\
@@ -132,7 +133,7 @@ class Profiles:
 
 
 def _profile_figure(prof: Profiles, task: str, names: list[str]) -> bytes:
-    """One panel per ε: ``names`` (black) and the leaders of that ε (colours)."""
+    """One panel per ε, two to a row: ``names`` (black) and the leaders of that ε (colours)."""
     import numpy as np
     import pandas as pd
 
@@ -151,13 +152,17 @@ def _profile_figure(prof: Profiles, task: str, names: list[str]) -> bytes:
     finite = [t for e in eps_list for t in prof.profiles[(task, e)]["tau"] if math.isfinite(t) and t > 0]
     lo = max(TAU_MIN, min(0.5, min(finite) / 1.5)) if finite else 0.1
     hi = TAU_MAX
-    ncol = len(eps_list)
+    ncol = min(len(eps_list), PANELS_PER_ROW)
+    nrow = math.ceil(len(eps_list) / ncol)
     entries = max(len(leaders[e]) + sum(a in boards[e]["algorithm"].values for a in names) for e in eps_list)
-    # in inches: title, axes, tick labels and x label, then the legend under each panel
+    # in inches, per row of panels: title, axes, tick labels and x label, then the legend under each panel
     top_in, axes_in, under_in, legend_in = 0.35, 2.9, 0.55, 0.22 * entries + 0.1
-    height = top_in + axes_in + under_in + legend_in
+    height = nrow * (top_in + axes_in + under_in + legend_in)
     fig = _figure(WIDTH, height)
-    axes = fig.subplots(1, ncol, sharey=True, squeeze=False)[0]
+    grid = fig.subplots(nrow, ncol, sharey=True, squeeze=False)
+    axes = list(grid.ravel())
+    for ax in axes[len(eps_list):]:
+        ax.set_visible(False)
     for ax, e in zip(axes, eps_list):
         b = boards[e].set_index("algorithm")
         p = prof.profiles[(task, e)]
@@ -192,9 +197,10 @@ def _profile_figure(prof: Profiles, task: str, names: list[str]) -> bytes:
         ax.tick_params(labelsize=9)
         ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(-0.02, -under_in / axes_in), frameon=False,
                   handlelength=2.2, borderaxespad=0.0)
-    axes[0].set_ylabel("share of trials with error ≤ τ\n(studies weighted equally)", fontsize=9)
+    for row in grid:
+        row[0].set_ylabel("share of trials with error ≤ τ\n(studies weighted equally)", fontsize=9)
     fig.subplots_adjust(left=0.09, right=0.98, top=1 - top_in / height, bottom=(under_in + legend_in) / height,
-                        wspace=0.16)
+                        wspace=0.16, hspace=(top_in + under_in + legend_in) / axes_in)
     return _png(fig)
 
 
@@ -280,9 +286,11 @@ def _snippet(task: str, name: str, prof: Profiles, cov: Any, out: Path) -> str:
         _write(out / png, _profile_figure(prof, task, names))
         inst, studies, trials = prof.facts(task)
         api = f"; dashed, `{name}[api]`, the configuration the API runs" if len(names) > 1 else ""
+        eps = [_eps(e) for e in prof.epsilons(task)]
+        at = f"ε = {eps[0]}" if len(eps) == 1 else f"each ε ({', '.join(eps[:-1])} and {eps[-1]})"
         lines += [
             f"The point benchmark's performance profile of `{name}` (black{api}) against the {LEADERS} best "
-            f"other standard algorithms of the task by τ@50 at each ε: the share of trials whose error is at "
+            f"other standard algorithms of the task by τ@50 at {at}: the share of trials whose error is at "
             f"most τ times the sampling error, failures never, {inst} instances of {studies} studies weighted "
             f"by study, {trials} trials each (the quick preset; ▸: still rising beyond τ = {TAU_MAX:g}).",
             "",

@@ -124,11 +124,13 @@ def test_generator_writes_snippets_and_figures(tmp_path: Path) -> None:
     text = (out / "sce" / "fwl_score.inc").read_text(encoding="utf-8")
     assert f"/{gen.OUT}/sce-fwl_score-profile.png" in text and f"/{gen.OUT}/sce-fwl_score-coverage.png" in text
     assert "benchmarks/ratio_table.py" in text and "dpstats bench --inference" in text
+    assert "by τ@50 at each ε (0.3, 1, 3 and 10)" in text   # the committed table's four ε, one panel each
     assert "coverage" not in (out / "sce" / "theilsen_match.inc").read_text(encoding="utf-8").split("```text")[0]
     import matplotlib.image as mpimg
 
     img = mpimg.imread(out / "sce-fwl_score-profile.png")
     assert img.shape[1] == round(gen.WIDTH * gen.DPI) and img[..., :3].std() > 0.05
+    assert img.shape[0] > 0.9 * img.shape[1]   # two rows of two panels
     stamps = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
     gen.write_figures(src)  # unchanged inputs: no file is rewritten
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == stamps
