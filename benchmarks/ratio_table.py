@@ -20,13 +20,19 @@ Usage (the quick preset of ``scripts/main.sh`` at the protocol's four ε)::
     dpstats bench --preset quick --epsilon 0.3 1 3 10 --workers 2 --results results/bench.sqlite
     python benchmarks/ratio_table.py results/bench.sqlite docs/benchmark/ratios_public_quick.csv
 
-``--merge TABLE`` keeps the rows of an existing table at the ε the results do
-not hold: the committed table has ε = 1 and 10 from the quick preset at commit
-``8cff1f2`` (14,190 trials, 12 minutes on two shared cores) and ε = 0.3 and 3
-from a later run at commit ``fc870b8`` (14,448 trials, one worker)::
+``--merge TABLE`` keeps the rows of an existing table of every (task, ε,
+algorithm) the results do not hold: the committed table has ε = 1 and 10 from
+the quick preset at commit ``8cff1f2`` (14,190 trials, 12 minutes on two shared
+cores), ε = 0.3 and 3 from a later run at commit ``fc870b8`` (14,448 trials,
+one worker), and ``fwl_each`` and ``fwl_each[api]`` (linreg) at all four ε from
+a run of those two entries (1,032 trials)::
 
     dpstats bench --preset quick --epsilon 0.3 3 --workers 1 --results /tmp/docs22_quick.sqlite
     python benchmarks/ratio_table.py /tmp/docs22_quick.sqlite docs/benchmark/ratios_public_quick.csv \
+        --merge docs/benchmark/ratios_public_quick.csv
+    dpstats bench --preset quick --task linreg --algorithm fwl_each "fwl_each[api]" --epsilon 0.3 1 3 10 \
+        --workers 2 --results /tmp/fwl_each_quick.sqlite
+    python benchmarks/ratio_table.py /tmp/fwl_each_quick.sqlite docs/benchmark/ratios_public_quick.csv \
         --merge docs/benchmark/ratios_public_quick.csv
 """
 
@@ -74,8 +80,14 @@ def _ordered(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def merge_tables(new: pd.DataFrame, old: pd.DataFrame) -> pd.DataFrame:
-    """``new`` and the rows of ``old`` at the ε that ``new`` does not have (a run at other ε added to a table)."""
-    keep = old[~old["epsilon"].astype(float).isin(set(new["epsilon"].astype(float)))]
+    """``new`` and the rows of ``old`` of every (task, ε, algorithm) that ``new`` does not have.
+
+    A run at other ε, or of other algorithms (a new method at every ε), added to a table.
+    """
+    def keys(t: pd.DataFrame) -> pd.Series:
+        return t["task"].astype(str) + "|" + t["epsilon"].astype(float).map(repr) + "|" + t["algorithm"].astype(str)
+
+    keep = old[~keys(old).isin(set(keys(new)))]
     return _ordered(pd.concat([keep, new], ignore_index=True))
 
 
@@ -100,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", help="results file: SQLite from dpstats bench, or a report's trials.csv")
     ap.add_argument("out", help="the CSV to write (docs/benchmark/ratios_public_quick.csv)")
-    ap.add_argument("--merge", metavar="TABLE", help="keep this ratio table's rows at the ε the results do not hold")
+    ap.add_argument("--merge", metavar="TABLE",
+                    help="keep this ratio table's rows of every (task, ε, algorithm) the results do not hold")
     args = ap.parse_args(argv)
     from dpstats.bench.report import load_trials
 

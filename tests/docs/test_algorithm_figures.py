@@ -86,6 +86,17 @@ def test_merge_keeps_the_old_table_at_other_epsilons(ratio_table: ModuleType) ->
     assert list(merged["epsilon"].drop_duplicates()) == [1.0, 3.0, 10.0]
 
 
+def test_merge_adds_an_algorithm_at_every_epsilon(ratio_table: ModuleType) -> None:
+    trials = _trials()
+    old = ratio_table.ratio_table(trials)
+    name = sorted(trials["algorithm"].unique())[0]
+    rerun = trials[trials["algorithm"] == name].assign(ratio=lambda d: d["ratio"] * 7)
+    merged = ratio_table.merge_tables(ratio_table.ratio_table(rerun), old)
+    # that algorithm's rows replaced at every ε, the others kept as they were
+    assert merged.equals(ratio_table.ratio_table(pd.concat([trials[trials["algorithm"] != name], rerun])))
+    assert not merged.equals(old)
+
+
 def test_committed_table_covers_every_page(ratio_table: ModuleType) -> None:
     trials = ratio_table.read_ratio_table(DOCS / "benchmark" / "ratios_public_quick.csv")
     have = set(zip(trials["task"], trials["algorithm"]))
