@@ -3,7 +3,8 @@
 The script finds every *calibration site* of the privacy code with :mod:`ast`
 (``dpstats/algorithms/**/*.py``, ``dpstats/privacy/mechanisms.py``, the grid
 quantiles of ``dpstats/privacy/quantiles.py``, and the conversions of
-``dpstats/privacy/conversions.py`` and the accountants of ``accounting.py``),
+``dpstats/privacy/conversions.py``, the accountants of ``accounting.py`` and the budget parts of
+``composition.py``),
 makes one mutant per site, runs the relevant tests on each mutant in an
 isolated copy of the package and reports which mutants the tests kill.
 
@@ -105,9 +106,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SURVIVORS_TOML = Path(__file__).resolve().with_name("mutate_calibration_survivors.toml")
 
 SOURCE_GLOBS = ["dpstats/algorithms/**/*.py", "dpstats/privacy/mechanisms.py", "dpstats/privacy/quantiles.py",
-                "dpstats/privacy/accounting.py", "dpstats/privacy/conversions.py"]
-#: the conversions and the accountants' charging calls
-PRIVACY_FILES = ("dpstats/privacy/accounting.py", "dpstats/privacy/conversions.py")
+                "dpstats/privacy/accounting.py", "dpstats/privacy/composition.py", "dpstats/privacy/conversions.py"]
+#: the conversions and the accountants' charging calls (a budget part's included)
+PRIVACY_FILES = ("dpstats/privacy/accounting.py", "dpstats/privacy/composition.py", "dpstats/privacy/conversions.py")
 DEFAULT_TESTS = [
     "tests/algorithms/test_calibration_*.py",
     "tests/algorithms/*/test_calibration*.py",
@@ -607,7 +608,7 @@ def _priority(nodeid: str) -> int:
 def _prefix_tests(m: Mutant, base: Baseline) -> list[str]:
     stem = Path(m.file).stem.lstrip("_")
     task = next((t for t in TASK_PREFIXES if stem.startswith(t)), None)
-    if task is None or m.file.endswith(("mechanisms.py", "accounting.py", "conversions.py")):
+    if task is None or m.file.endswith(("mechanisms.py", "accounting.py", "composition.py", "conversions.py")):
         return list(base.tests)
     return [t for t in base.tests if task in t.split("::")[0] or "alg_" not in t.split("::")[0]]
 

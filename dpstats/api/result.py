@@ -11,7 +11,6 @@ whether the release is worth reporting (:attr:`~PrivateResult.uninformative`).
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -24,7 +23,15 @@ import pandas as pd
 from dpstats.algorithms import get as get_algorithm
 from dpstats.algorithms.base import INTERPRETATIONS, NO_INTERVAL, Algorithm, Decline, Release
 from dpstats.api.methods import INFERENCE_METHODS
-from dpstats.api.words import _TASK_TITLES, _TINY_PREFIX, _covers, _fallback_remedy, _fmt, _infinite_cause
+from dpstats.api.words import (
+    _TASK_TITLES,
+    _TINY_PREFIX,
+    _covers,
+    _fallback_remedy,
+    _fmt,
+    _infinite_cause,
+    _promise,
+)
 
 
 def _readonly(a: Any) -> np.ndarray | None:
@@ -600,28 +607,7 @@ class PrivateResult:
         -------
         str
         """
-        eps, dlt = float(self.epsilon), float(self.delta)
-        factor = math.exp(eps)
-        paras = []
-        if self.interpretation_class == "standard":
-            promise = (
-                f"This release is ({_fmt(eps)}, {_fmt(dlt)})-differentially private. For every person in the data, "
-                f"replacing their row by anybody else's changes the probability of any result by at most a factor "
-                f"of e^epsilon = {factor:.3g}"
-                + (f", except with probability at most delta = {_fmt(dlt)}." if dlt > 0 else ", with no exceptions (delta = 0).")
-                + " So whoever sees the release learns little more about any one person than they would have "
-                "learned had that person's row not been used; the smaller epsilon, the stronger the protection."
-            )
-            if dlt > 0 and self.n and dlt > 1.0 / self.n:
-                promise += f" Caution: delta exceeds 1/n = {_fmt(1.0 / self.n)}, which is weak protection."
-        else:
-            promise = (
-                f"This release is NOT differentially private: the method {self.method!r} is of class "
-                f"{self.interpretation_class!r} ({INTERPRETATIONS.get(self.interpretation_class, 'not DP')}). "
-                f"The nominal budget (epsilon = {_fmt(eps)}, delta = {_fmt(dlt)}) does not bound what the release reveals "
-                "about a person. Use it for comparison only, never for publication."
-            )
-        paras.append(promise)
+        paras = [_promise(float(self.epsilon), float(self.delta), self.n, self.interpretation_class, self.method)]
         ub = self._user_bounds()
         assumed = (
             f"The method treated as public, without spending privacy: the number of rows (n = {self.n}), "

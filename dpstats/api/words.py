@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from dpstats.algorithms.base import Algorithm
+from dpstats.algorithms.base import INTERPRETATIONS, Algorithm
 
 _TASK_TITLES = {
     "sce": "Differentially private regression coefficient",
@@ -133,3 +133,24 @@ def _covers_text(cls: type[Algorithm]) -> str:
         within = cls.interval_covers_within.split(" and the privacy")[0]
         return f"{cls.interval_covers}; with an absorbed fixed effect, the {within}"
     return cls.interval_covers
+
+
+def _promise(eps: float, dlt: float, n: int, cls: str, method: str) -> str:
+    """What the budget promises the people in the data (``cls`` standard), or that it promises nothing."""
+    if cls != "standard":
+        return (f"This release is NOT differentially private: the method {method!r} is of class {cls!r} "
+                f"({INTERPRETATIONS.get(cls, 'not DP')}). The nominal budget (epsilon = {_fmt(eps)}, delta = "
+                f"{_fmt(dlt)}) does not bound what the release reveals about a person. Use it for comparison only, "
+                "never for publication.")
+    promise = (
+        f"This release is ({_fmt(eps)}, {_fmt(dlt)})-differentially private. For every person in the data, "
+        f"replacing their row by anybody else's changes the probability of any result by at most a factor "
+        f"of e^epsilon = {math.exp(eps):.3g}"
+        + (f", except with probability at most delta = {_fmt(dlt)}." if dlt > 0 else ", with no exceptions (delta = 0).")
+        + " So whoever sees the release learns little more about any one person than they would have "
+        "learned had that person's row not been used; the smaller epsilon, the stronger the protection."
+    )
+    if dlt > 0 and n and dlt > 1.0 / n:
+        promise += f" Caution: delta exceeds 1/n = {_fmt(1.0 / n)}, which is weak protection."
+    return promise
+

@@ -51,7 +51,6 @@ __all__ = [
     "em_epsilon",
     "Accountant",
     "ZCDPAccountant",
-    "ZCDPPart",
     "GDPAccountant",
     "PureAccountant",
 ]
@@ -558,73 +557,6 @@ class ZCDPAccountant(Accountant):
 
     def achieved(self) -> tuple[float, float]:
         return (zcdp_epsilon(self.spent, self.delta) if self.spent > 0 else 0.0, self.delta)
-
-    def part(self, fraction: float, label: str) -> ZCDPPart:
-        """A part of this budget for one piece of a release made of several (sequential composition).
-
-        The part holds ``fraction`` of this accountant's ``rho``; each charge
-        made on it is checked against that share and entered, under
-        ``"<mechanism> (<label>)"``, in this accountant's ledger too. zCDP composes by adding
-        the ``rho`` of the pieces, so parts whose fractions sum to at most 1
-        keep the whole release within this budget (Bun and Steinke 2016,
-        Lemma 2.3); this accountant's own check refuses any charge beyond it.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> acc = ZCDPAccountant(1.0, 1e-6)
-        >>> rng = np.random.default_rng(0)
-        >>> half = acc.part(0.5, "educ")
-        >>> sigma = half.gaussian_sigma(sensitivity=1.0, fraction=1.0)
-        >>> _ = half.gaussian("sum", 3.0, sensitivity=1.0, sigma=sigma, rng=rng)
-        >>> half.exhausted(), round(acc.remaining / acc.rho, 12), acc.ledger[0].mechanism
-        (True, 0.5, 'sum (educ)')
-        """
-        return ZCDPPart(self.epsilon, self.delta, parent=self, fraction=fraction, label=label)
-
-
-@dataclass
-class ZCDPPart(ZCDPAccountant):
-    """``fraction`` of a parent zCDP accountant's ``rho`` (see :meth:`ZCDPAccountant.part`).
-
-    A charge is checked against the part's share first, so one that exceeds
-    it raises :class:`BudgetExceeded` with neither ledger touched; it is then
-    entered in the parent's ledger (as ``"<mechanism> (<label>)"``, checked
-    against the parent's budget) and in the part's own.
-    """
-
-    parent: ZCDPAccountant | None = field(default=None, repr=False)
-    fraction: float = 1.0
-    label: str = ""
-
-    def __post_init__(self) -> None:
-        if self.parent is None:
-            raise ValueError("a ZCDPPart needs its parent accountant")
-        if not (0.0 < self.fraction <= 1.0 + _TOL):
-            raise ValueError(f"fraction must be in (0, 1], got {self.fraction!r}")
-        self._rho = self.fraction * self.parent.rho
-
-    def _charge(
-        self,
-        mechanism: str,
-        cost: float,
-        note: str = "",
-        *,
-        kind: str = "",
-        sensitivity: float | None = None,
-        scale: float | tuple[float, ...] | None = None,
-    ) -> None:
-        assert self.parent is not None
-        if cost < 0 or not math.isfinite(cost):
-            raise ValueError(f"privacy cost must be finite and >= 0, got {cost!r}")
-        if self.spent + cost > self.capacity * (1 + _TOL) + 1e-15:
-            raise BudgetExceeded(
-                f"{self.label}: {mechanism}: cost {cost:.6g} {self.unit} exceeds the part's remaining "
-                f"{self.remaining:.6g} of {self.capacity:.6g}"
-            )
-        self.parent._charge(f"{mechanism} ({self.label})", cost, note, kind=kind, sensitivity=sensitivity,
-                            scale=scale)
-        super()._charge(mechanism, cost, note, kind=kind, sensitivity=sensitivity, scale=scale)
 
 
 @dataclass

@@ -23,6 +23,7 @@ from dpstats.privacy.accounting import (
     zcdp_rho,
 )
 from dpstats.privacy.mechanisms import exponential_mechanism, private_quantile, private_quantile_grid
+from dpstats.privacy.composition import part
 from tests.privacy import direct_charges as dc
 
 EPS = [0.3, 1.0, 3.0, 10.0]
@@ -175,7 +176,7 @@ def test_direct_gaussian_and_pure_charges_cost_their_formulas() -> None:
 def test_parts_charge_their_share_into_the_parent_ledger() -> None:
     acc = ZCDPAccountant(1.0, 1e-6)
     rng = np.random.default_rng(0)
-    a, b = acc.part(0.25, "educ"), acc.part(0.75, "exper")
+    a, b = part(acc, 0.25, "educ"), part(acc, 0.75, "exper")
     assert (a.rho, b.rho) == pytest.approx((0.25 * acc.rho, 0.75 * acc.rho), rel=1e-12)
     a.gaussian("sum", 1.0, sensitivity=2.0, sigma=a.gaussian_sigma(2.0, 1.0), rng=rng)
     assert a.exhausted() and not acc.exhausted()
@@ -194,20 +195,20 @@ def test_parts_charge_their_share_into_the_parent_ledger() -> None:
 
 def test_a_part_refuses_more_than_its_share_before_any_draw() -> None:
     acc = ZCDPAccountant(1.0, 1e-6)
-    part = acc.part(0.5, "educ")
+    share = part(acc, 0.5, "educ")
     rng = np.random.default_rng(3)
     state = rng.bit_generator.state
     # the part's whole share at sensitivity 1 is sigma_half; half that noise costs four times the share
-    sigma_half = part.gaussian_sigma(1.0, 1.0)
+    sigma_half = share.gaussian_sigma(1.0, 1.0)
     with pytest.raises(BudgetExceeded, match="educ"):
-        part.gaussian("sum", 0.0, sensitivity=1.0, sigma=sigma_half / 2.0, rng=rng)
-    assert acc.ledger == [] and part.ledger == [] and rng.bit_generator.state == state
+        share.gaussian("sum", 0.0, sensitivity=1.0, sigma=sigma_half / 2.0, rng=rng)
+    assert acc.ledger == [] and share.ledger == [] and rng.bit_generator.state == state
 
 
 def test_parts_beyond_the_whole_are_refused_by_the_parent() -> None:
     acc = ZCDPAccountant(1.0, 1e-6)
     rng = np.random.default_rng(0)
-    first, second = acc.part(0.7, "a"), acc.part(0.7, "b")
+    first, second = part(acc, 0.7, "a"), part(acc, 0.7, "b")
     first.gaussian("x", 0.0, sensitivity=1.0, sigma=first.gaussian_sigma(1.0, 1.0), rng=rng)
     with pytest.raises(BudgetExceeded):
         second.gaussian("y", 0.0, sensitivity=1.0, sigma=second.gaussian_sigma(1.0, 1.0), rng=rng)
@@ -217,4 +218,4 @@ def test_parts_beyond_the_whole_are_refused_by_the_parent() -> None:
 @pytest.mark.parametrize("fraction", [0.0, -0.1, 1.5, math.nan])
 def test_a_part_needs_a_fraction_in_0_1(fraction: float) -> None:
     with pytest.raises(ValueError, match="fraction"):
-        ZCDPAccountant(1.0, 1e-6).part(fraction, "x")
+        part(ZCDPAccountant(1.0, 1e-6), fraction, "x")

@@ -4,8 +4,7 @@ Every slope of the regression is released by ``fwl_score``
 (:mod:`dpstats.algorithms.sce.fwl_score`) with the others as its controls,
 each on ``1/k`` of the zCDP budget ``rho`` (``k`` slopes, a public count of
 the design's columns). zCDP composes by adding ``rho``, so the ``k``
-releases together are ``rho``-zCDP (:meth:`ZCDPAccountant.part
-<dpstats.privacy.accounting.ZCDPAccountant.part>` holds each to its share and
+releases together are ``rho``-zCDP (:func:`~dpstats.privacy.composition.part` holds each to its share and
 enters its charges in the release's ledger). Each slope's interval is
 ``fwl_score``'s, judged per instance on the single-coefficient task; what
 this method adds is the split. The intercept is post-processing: the
@@ -29,9 +28,11 @@ import numpy as np
 
 from dpstats.algorithms.base import NO_INTERVAL, Algorithm, Outcome, Param, PublicFacts, TaskData
 from dpstats.algorithms.registry import register
-from dpstats.algorithms.sce._fwl_nuisance import Partialled, intercept_column, standardise
+from dpstats.algorithms.sce._fwl_nuisance import Partialled, intercept_column
+from dpstats.algorithms.sce._fwl_standardise import standardise
 from dpstats.algorithms.sce.fwl_score import FWLScore, fwl_score_coefficient
 from dpstats.privacy.accounting import ZCDPAccountant, zcdp_epsilon
+from dpstats.privacy.composition import part
 
 __all__ = ["FWLEach", "INTERCEPT_CHECK", "intercept_from_means"]
 
@@ -174,10 +175,10 @@ class FWLEach(Algorithm):
         point = True
         for c in slopes:
             name = facts.columns[c]
-            part = acc.part(fraction, name)
+            share = part(acc, fraction, name)
             kept: list[Partialled] = []
             f_c = replace(facts, task="sce", coefficient=name, coef_index=c)
-            e, s, b, df, det = fwl_score_coefficient(data, f_c, part, rng, params, partialled=kept, stage1=stage1)
+            e, s, b, df, det = fwl_score_coefficient(data, f_c, share, rng, params, partialled=kept, stage1=stage1)
             est[c] = e
             noise[c] = float(det.get("noise_sd", 0.0))
             if det.get("fallback"):

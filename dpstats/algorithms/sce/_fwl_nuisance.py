@@ -36,15 +36,13 @@ from typing import Any
 
 import numpy as np
 
+from dpstats.algorithms.sce._fwl_standardise import Standardised, finite_bounds, standardise
 from dpstats.algorithms.sce._utils import (
     EM_BOUND,
     adaptive_quantile,
-    gram_sensitivity,
     is_binary_public,
-    noisy_gram,
     noisy_symmetric,
     positive_grid,
-    private_location_scale,
 )
 from dpstats.algorithms.sce._within import (
     PAIR_QUANTILE_SENSITIVITY,
@@ -57,10 +55,8 @@ from dpstats.algorithms.sce._within import (
     within_cells,
 )
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
-from dpstats.privacy.quantiles import private_grid_cell
 
-__all__ = ["Partialled", "STAGE1_DETAILS", "Standardised", "absorbed_block", "intercept_column", "nuisance_spread",
-           "partial_out", "standardise"]
+__all__ = ["Partialled", "STAGE1_DETAILS", "absorbed_block", "intercept_column", "nuisance_spread", "partial_out"]
 
 
 def _design_columns(facts: Any, d: int) -> tuple[list[int], int | None]:
@@ -126,14 +122,6 @@ def absorbed_block(facts: Any, controls: list[int], min_levels: int, sole_levels
     best = max(blocks.values(), key=len)
     bar = min(min_levels, sole_levels) if len(blocks) == 1 and sole_levels > 0 else min_levels
     return best if len(best) + 1 >= bar else []
-
-
-def _finite_bounds(bounds: Mapping[str, tuple[float, float]], name: str) -> tuple[float, float] | None:
-    """A column's public bounds ``(lo, hi)`` when both are finite, else None (public facts only)."""
-    b = bounds.get(name)
-    if b is None or not (np.isfinite(b[0]) and np.isfinite(b[1])):
-        return None
-    return b[0], b[1]
 
 
 def _solve_nuisance(Gs: np.ndarray, ia: list[int], gx: int, gy: int,
@@ -307,112 +295,6 @@ class Partialled:
         return (lo <= self.row_bound / math.sqrt(self.p) <= hi) and (lo <= C_u <= hi) and C_v <= hi
 
 
-@dataclass(frozen=True)
-class Standardised:
-    """Stage 1's released standardisation and Gram of the columns ``W`` (everything here is private or paid).
-
-    ``cols`` names each column of ``W`` by its design column (``-1`` the
-    outcome); :meth:`reordered` gives the same release with the columns in
-    another order (the Gram's constant row stays first), so that several
-    targets can be partialled out of one release (:func:`partial_out`'s
-    ``stage1``).
-    """
-
-    W: np.ndarray
-    names: tuple[str, ...]
-    cols: tuple[int, ...]
-    public: np.ndarray
-    free: np.ndarray
-    loc: np.ndarray
-    scale: np.ndarray
-    Sc: np.ndarray
-    over_clip: np.ndarray
-    B: float
-    G: np.ndarray
-    sigma_gram: float
-    n_private: int
-    bounds: Mapping[str, tuple[float, float]]
-
-    def reordered(self, cols: list[int]) -> Standardised:
-        """The columns ``cols`` (design columns, ``-1`` the outcome), in that order: a permutation of ``cols``."""
-        order = [self.cols.index(c) for c in cols]
-        if sorted(order) != list(range(len(self.cols))):
-            raise ValueError(f"reordered needs a permutation of the columns {self.cols}, got {cols}")
-        gi = [0] + [1 + q for q in order]
-        return Standardised(
-            W=self.W[:, order], names=tuple(self.names[q] for q in order), cols=tuple(cols),
-            public=self.public[order], free=self.free[order], loc=self.loc[order], scale=self.scale[order],
-            Sc=self.Sc[:, order], over_clip=self.over_clip, B=self.B, G=self.G[np.ix_(gi, gi)],
-            sigma_gram=self.sigma_gram, n_private=self.n_private, bounds=self.bounds,
-        )
-
-
-def standardise(
-    W: np.ndarray, names: list[str], cols: list[int], facts: Any, acc: ZCDPAccountant, rng: np.random.Generator,
-    const: bool, *, scale_share: float, gram_share: float, scale_factor: float, col_clip: float, kappa: float,
-    q_row_max: float, use_bounds: bool = False, scale_weight: float = 1.0,
-) -> Standardised:
-    """Stage 1a and 1b on the columns ``W``: private locations and scales, the row bound, the noisy Gram.
-
-    Spends ``scale_share + gram_share`` of ``acc.rho``: ``2 m + 1``
-    exponential mechanisms (``m`` columns standardised privately) and one
-    Gaussian Gram of ``(1, W)`` standardised, clipped to ``+-col_clip`` and
-    to the private row bound (see :func:`partial_out`). ``const``: the
-    design has a constant column (locations are then centred).
-    """
-    n = W.shape[0]
-    rho = acc.rho
-    p = W.shape[1]
-    weighted = bool(getattr(facts, "weighted", False))
-    # rows of weighted instances are scaled by sqrt(weight): public bounds no longer hold
-    bounds = {} if weighted else dict(facts.bounds)
-    public = np.array([(not weighted) and is_binary_public(facts, nm) for nm in names])
-    loc = np.zeros(p)
-    scale = np.ones(p)
-    # optionally, columns with a finite public range use it (free): centre = midpoint, scale = half-width
-    ranged = np.zeros(p, dtype=bool)
-    c: int | np.integer[Any]  # the column loops run over numpy indices and over range(p)
-    if use_bounds:
-        for c in np.flatnonzero(~public):
-            b = _finite_bounds(bounds, names[c])
-            if b is not None and b[1] > b[0]:
-                ranged[c] = True
-                loc[c] = 0.5 * (b[0] + b[1]) if const else 0.0
-                scale[c] = 0.5 * (b[1] - b[0]) if const else max(abs(b[0]), abs(b[1]))
-    free = ~public & ~ranged
-    n_private = int(free.sum())
-    # ---- stage 1a: private location and scale of each other column, and a row-norm bound
-    # each column's location and the row bound weigh 1, each column's scale scale_weight
-    units = n_private * (1.0 + scale_weight) + 1.0
-    e_em = em_epsilon(scale_share * rho / units, bound=EM_BOUND)
-    e_sc = em_epsilon(scale_share * rho * scale_weight / units, bound=EM_BOUND)
-    for c in np.flatnonzero(free):
-        loc[c], sc = private_location_scale(W[:, c], e_em, rng, bounds.get(names[c]), acc=acc, label=names[c],
-                                            scale_epsilon=e_sc)
-        scale[c] = scale_factor * sc
-        if not const:
-            loc[c] = 0.0
-    Sraw = (W - loc) / scale
-    Sc = np.clip(Sraw, -col_clip, col_clip)
-    # rows the column clip changes (private: enters only the paid count of tail_count)
-    over_clip = np.any(np.abs(Sraw) > col_clip, axis=1)
-    norms = np.linalg.norm(Sc, axis=1)
-    q_row = adaptive_quantile(n, e_em, kappa, q_max=q_row_max)
-    _, B = private_grid_cell(norms, positive_grid(1e-3, 1e4), e_em, rng, acc=acc,
-                             mechanism="grid quantile (row norm)", q=q_row)
-    Sr = Sc * np.minimum(1.0, B / np.maximum(norms, 1e-300))[:, None]
-    # ---- stage 1b: noisy Gram of (1, controls, x, y)
-    A = np.column_stack([np.ones(n), Sr])
-    Delta_G = gram_sensitivity(B)
-    sig_G = Delta_G / math.sqrt(2.0 * gram_share * rho)
-    G = noisy_gram(A, sig_G, rng, acc=acc, sensitivity=Delta_G, mechanism="Gaussian Gram of (1, controls, x, y)",
-                   note=f"row norm bound {B:.4g}")
-    return Standardised(
-        W=W, names=tuple(names), cols=tuple(cols), public=public, free=free, loc=loc, scale=scale, Sc=Sc,
-        over_clip=over_clip, B=float(B), G=G, sigma_gram=float(sig_G), n_private=n_private, bounds=bounds,
-    )
-
-
 def partial_out(
     X: np.ndarray,
     y: np.ndarray,
@@ -512,7 +394,7 @@ def partial_out(
     # largest |standardised value| each column can take under its public bounds (inf without)
     half = np.full(p, np.inf)
     for c in range(p):
-        bnd = _finite_bounds(bounds, names[c])
+        bnd = finite_bounds(bounds, names[c])
         if bnd is not None:
             half[c] = max(abs(bnd[0] - loc[c]), abs(bnd[1] - loc[c])) / scale[c]
     half[:ix_c] = np.minimum(half[:ix_c], col_clip)  # the controls enter clipped
@@ -613,7 +495,7 @@ def _partial_out_within(
     # largest |pair difference| of each standardised column under its public bounds (inf without)
     full = np.full(p, np.inf)
     for c in range(p):
-        bnd = _finite_bounds(bounds, names[c])
+        bnd = finite_bounds(bounds, names[c])
         if bnd is not None:
             full[c] = (bnd[1] - bnd[0]) / scale[c]
     B_u = float(full[ix_c] + np.sum(np.abs(gam) * full[:ix_c]))
@@ -642,7 +524,7 @@ def bounded_range_scales(
     """
     out = 0.0
     for c in free:
-        b = _finite_bounds(bounds, names[c])
+        b = finite_bounds(bounds, names[c])
         if b is not None and b[1] > b[0]:
             out = max(out, float((b[1] - b[0]) / scale[c]))
     return out

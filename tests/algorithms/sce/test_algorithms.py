@@ -280,7 +280,7 @@ def test_runs_on_real_instances(name, public_corpus):
 
 def test_clip_widening_leaves_the_stated_share_beyond_on_gaussian_residuals():
     """A clip at the q quantile of |u|, widened, leaves about ``beyond`` of Gaussian rows above it; never narrows."""
-    from dpstats.algorithms.sce.fwl_score import clip_widening
+    from dpstats.algorithms.sce._fwl_interval import clip_widening
 
     u = np.abs(np.random.default_rng(3).standard_normal(200_000))
     for q in (0.6, 0.8, 0.9):

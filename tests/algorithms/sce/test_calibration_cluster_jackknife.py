@@ -24,7 +24,7 @@ import pytest
 from dpstats.algorithms import get
 from dpstats.algorithms.sce._within import PAIR_SQUARE_SENSITIVITY, PAIR_SUM_SENSITIVITY, within_cells
 from dpstats.algorithms.sce._cluster_groups import group_jackknife
-from dpstats.algorithms.sce.fwl_score import clustered_on, sampling_error
+from dpstats.algorithms.sce._fwl_interval import clustered_on, sampling_error
 from dpstats.data.corpus import Corpus
 from dpstats.data.facts import PublicFacts, TaskData
 from dpstats.privacy.accounting import zcdp_rho
