@@ -137,6 +137,11 @@ class Accountant:
         sensitivity: float | None = None,
         scale: float | tuple[float, ...] | None = None,
     ) -> None:
+        self._check_cost(mechanism, cost)
+        self.ledger.append(Spend(mechanism, float(cost), self.unit, note, kind, sensitivity, scale))
+
+    def _check_cost(self, mechanism: str, cost: float) -> None:
+        """Refuse a cost that is not finite and >= 0, or that this budget cannot hold (before any draw)."""
         if cost < 0 or not math.isfinite(cost):
             raise ValueError(f"privacy cost must be finite and >= 0, got {cost!r}")
         if self.spent + cost > self.capacity * (1 + _TOL) + 1e-15:
@@ -144,7 +149,6 @@ class Accountant:
                 f"{mechanism}: cost {cost:.6g} {self.unit} exceeds the remaining "
                 f"{self.remaining:.6g} of {self.capacity:.6g}"
             )
-        self.ledger.append(Spend(mechanism, float(cost), self.unit, note, kind, sensitivity, scale))
 
     # ------------------------------------------------------------------
     # charging calls: draw the noise and charge exactly the scale drawn

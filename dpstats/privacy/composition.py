@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
+from typing import Any
 
-from dpstats.privacy.accounting import _TOL, BudgetExceeded, ZCDPAccountant
+from dpstats.privacy.accounting import ZCDPAccountant
 
 __all__ = ["ZCDPPart", "part"]
 
@@ -51,28 +51,13 @@ class ZCDPPart(ZCDPAccountant):
     def __post_init__(self) -> None:
         if self.parent is None:
             raise ValueError("a ZCDPPart needs its parent accountant")
-        if not (0.0 < self.fraction <= 1.0 + _TOL):
+        if not (0.0 < self.fraction <= 1.0):
             raise ValueError(f"fraction must be in (0, 1], got {self.fraction!r}")
         self._rho = self.fraction * self.parent.rho
 
-    def _charge(
-        self,
-        mechanism: str,
-        cost: float,
-        note: str = "",
-        *,
-        kind: str = "",
-        sensitivity: float | None = None,
-        scale: float | tuple[float, ...] | None = None,
-    ) -> None:
+    def _charge(self, mechanism: str, cost: float, note: str = "", **entry: Any) -> None:
+        """Check the part's share, then enter the charge in the parent's ledger and in the part's own."""
         assert self.parent is not None
-        if cost < 0 or not math.isfinite(cost):
-            raise ValueError(f"privacy cost must be finite and >= 0, got {cost!r}")
-        if self.spent + cost > self.capacity * (1 + _TOL) + 1e-15:
-            raise BudgetExceeded(
-                f"{self.label}: {mechanism}: cost {cost:.6g} {self.unit} exceeds the part's remaining "
-                f"{self.remaining:.6g} of {self.capacity:.6g}"
-            )
-        self.parent._charge(f"{mechanism} ({self.label})", cost, note, kind=kind, sensitivity=sensitivity,
-                            scale=scale)
-        super()._charge(mechanism, cost, note, kind=kind, sensitivity=sensitivity, scale=scale)
+        self._check_cost(f"{mechanism} ({self.label}, a part of the budget)", cost)  # the part's share first
+        self.parent._charge(f"{mechanism} ({self.label})", cost, note, **entry)
+        super()._charge(mechanism, cost, note, **entry)
