@@ -365,3 +365,18 @@ def test_ssp_bootstrap_draws_no_replicates_for_an_interval_known_to_be_infinite(
     # each replicate draws three times (the residual, X'y's and X'X's noise)
     assert n_boot - n_skipped == 3 * 50
 
+
+
+def test_intervals_at_other_hyperparameters_than_judged_warn(wage1: pd.DataFrame) -> None:
+    """An offered method's intervals were judged at its interval configuration; other settings say so."""
+    from dpstats.api import private_ols
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = private_ols(wage1, "lwage ~ educ + exper", epsilon=10.0, seed=1, bounds={"educ": (0, 20)}, shared=True)
+        plain = private_ols(wage1, "lwage ~ educ + exper", epsilon=10.0, seed=1, bounds={"educ": (0, 20)})
+        point = private_ols(wage1, "lwage ~ educ + exper", epsilon=10.0, seed=1, bounds={"educ": (0, 20)},
+                            inference=False, clip_kappa=0.5)
+    judged = [str(w.message) for w in caught if "were judged one data set at a time" in str(w.message)]
+    assert len(judged) == 1 and judged[0].startswith("shared=True: the intervals of 'fwl_each'")
+    assert r.has_interval and plain.has_interval and not point.has_interval

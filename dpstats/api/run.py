@@ -99,6 +99,16 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
     if inference:
         configured = configured.with_intervals()
     algo = configured.build()  # the hyperparameters are checked before any data work
+    if inference and cls.interval_validated:
+        # the intervals were judged per data set at the method's interval configuration, not at others
+        judged = cls(**cls.interval_params).params
+        moved = {k: v for k, v in algo.params.items() if judged.get(k) != v}
+        if moved:
+            warnings.warn(
+                f"{', '.join(f'{k}={v!r}' for k, v in moved.items())}: the intervals of {name!r} were judged one "
+                f"data set at a time with its interval configuration, not with these hyperparameters "
+                f"(docs/inference.md, 'Which methods give intervals'); check them before you publish",
+                UserWarning, stacklevel=3)
     if declared:
         df = df.copy()
         for col, lv in list(declared.items()):
