@@ -29,7 +29,7 @@ import numpy as np
 from dpstats.algorithms.base import NO_INTERVAL, Algorithm, Outcome, Param, PublicFacts, TaskData
 from dpstats.algorithms.registry import register
 from dpstats.algorithms.sce._fwl_nuisance import Partialled, intercept_column
-from dpstats.algorithms.sce._fwl_standardise import standardise
+from dpstats.algorithms.sce._fwl_standardise import gram_share_for, standardise
 from dpstats.algorithms.sce.fwl_score import FWLScore, fwl_score_coefficient
 from dpstats.privacy.accounting import ZCDPAccountant, zcdp_epsilon
 from dpstats.privacy.composition import part
@@ -148,8 +148,7 @@ class FWLEach(Algorithm):
             # stage 1 once, on fwl_score's shares of the whole budget: every slope's standardisation and Gram
             # are those of the same columns. Each slope's stage 2 then holds 1/k of what is left, with its
             # clip quantiles' share rescaled so that they get 1/k of what fwl_score gives them
-            g_share = params["gram_share"] * min(1.0, (d - 1) / params["gram_full_d"]) \
-                if params["gram_full_d"] > 0 else params["gram_share"]
+            g_share = gram_share_for(params["gram_share"], params["gram_full_d"], d)
             W = np.column_stack([data.X[:, slopes], np.asarray(data.y, dtype=float)])
             stage1 = standardise(
                 W, [facts.columns[c] for c in slopes] + [str(facts.outcome)], [*slopes, -1], facts, acc, rng,

@@ -28,7 +28,7 @@ from dpstats.algorithms.sce._utils import (
 from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon
 from dpstats.privacy.quantiles import private_grid_cell
 
-__all__ = ["Standardised", "finite_bounds", "standardise"]
+__all__ = ["Standardised", "finite_bounds", "gram_share_for", "standardise"]
 
 
 def finite_bounds(bounds: Mapping[str, tuple[float, float]], name: str) -> tuple[float, float] | None:
@@ -143,3 +143,11 @@ def standardise(
         W=W, names=tuple(names), cols=tuple(cols), public=public, free=free, loc=loc, scale=scale, Sc=Sc,
         over_clip=over_clip, B=float(B), G=G, sigma_gram=float(sig_G), n_private=n_private, bounds=bounds,
     )
+
+
+def gram_share_for(gram_share: float, gram_full_d: float, d: int) -> float:
+    """The Gram's share of rho for a design of ``d`` columns: ``gram_share`` scaled by ``min(1, (d - 1) / gram_full_d)``.
+
+    Few controls need less of the budget (a public rule on ``d``); ``gram_full_d <= 0`` turns the scaling off.
+    """
+    return gram_share * min(1.0, (d - 1) / gram_full_d) if gram_full_d > 0 else gram_share

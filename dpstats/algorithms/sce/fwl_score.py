@@ -53,7 +53,7 @@ from dpstats.algorithms.sce._fwl_nuisance import (
     nuisance_spread,
     partial_out,
 )
-from dpstats.algorithms.sce._fwl_standardise import Standardised
+from dpstats.algorithms.sce._fwl_standardise import Standardised, gram_share_for
 from dpstats.algorithms.sce._tails import tail_count
 from dpstats.algorithms.sce._utils import (
     EM_BOUND,
@@ -191,7 +191,7 @@ def fwl_score_release(
     n_absorbed = len(block)
     d_eff = X.shape[1] - n_absorbed  # public: the design's columns
     # few controls: the nuisance has few parameters and needs less of the budget (public rule on d)
-    g_share = gram_share * min(1.0, (d_eff - 1) / gram_full_d) if gram_full_d > 0 else gram_share
+    g_share = gram_share_for(gram_share, gram_full_d, d_eff)
     # clustered sampling whose clusters are not the absorbed levels: groups of the clusters' own labels (which
     # path applies depends on public names and on whether the data hold the labels)
     on_levels = bool(se_share > 0 and block and clustered_on(facts, block))
