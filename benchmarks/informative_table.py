@@ -12,8 +12,8 @@ Reads the two committed quick-preset tables and prints Markdown tables:
   width ratio and count as infinite there), study-weighted.
 
 "Best standard" is the algorithm of interpretation ``standard`` with the smallest τ@50 (rank 1).
-The API's default configurations are ``fwl_score[api]``, ``dpnewton[api]`` and
-``adaptive_whiten[api]`` (the base algorithms when a table has no ``[api]`` entry).
+The API's interval configurations are ``<API_DEFAULTS[task]>[api]`` (``fwl_score[api]``, ``fwl_each[api]``,
+``adaptive_whiten[api]``; the base algorithms when a table has no ``[api]`` entry).
 
 Usage (from the repository root; reads only the CSVs, a few seconds)::
 
@@ -29,12 +29,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from dpstats.algorithms.configurations import API_DEFAULTS
+
 ROOT = Path(__file__).resolve().parent.parent
 RATIOS = ROOT / "docs" / "benchmark" / "ratios_public_quick.csv"
 COVERAGE = ROOT / "docs" / "benchmark" / "coverage_public_quick.csv"
 
-#: the API's default method per task (``dpstats.api.DEFAULT_METHODS``)
-DEFAULTS = {"sce": "fwl_score", "linreg": "dpnewton", "mean": "adaptive_whiten"}
+#: the API's method per task when an interval is asked for (``dpstats.api.INFERENCE_METHODS``)
+DEFAULTS = dict(API_DEFAULTS)
 #: τ@50 at ε = 1 that each task should reach (best standard algorithm)
 TAU_TARGETS = {"sce": 1.5, "linreg": 3.0, "mean": 1.0}
 TAIL_LIMIT = 0.02  # share of trials beyond 100 times the baseline, API defaults, ε ≥ 1
@@ -123,7 +125,8 @@ def status(board: pd.DataFrame, cov: pd.DataFrame) -> list[str]:
                    f"confident misses {int(o.confident_misses)} | {_met(False)} (width, validity) | {COVER_SRC} |")
         break
     dpn = cov_row(cov, "linreg", 1.0, DEFAULTS["linreg"])
-    out.append(f"| linreg: `dpnewton` finite on ≥ {100 * LINREG_FINITE:.0f} % of coverage trials at ε = 1 "
+    out.append(f"| linreg: `dpnewton` or its successor (`{DEFAULTS['linreg']}`) finite on ≥ "
+               f"{100 * LINREG_FINITE:.0f} % of coverage trials at ε = 1 "
                f"| {_pct(1 - dpn.infinite)} | {_met(1 - dpn.infinite >= LINREG_FINITE)} | {COVER_SRC} |")
     for eps in sorted(board["epsilon"].unique()):
         if eps < 1:

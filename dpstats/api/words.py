@@ -56,6 +56,16 @@ _CHECK_WORDS: dict[str, tuple[str, str]] = {
         "leaves fewer than three groups of about eight clusters for the jackknife",
         "Use a larger epsilon (the count of clusters is then less noisy), or remove cluster= if the rows of a "
         "cluster are independent."),
+    "too little budget per slope": (
+        "each slope's share of the budget is too small for an interval one slope at a time (n epsilon / k, with k "
+        "slopes, is below the public threshold of fwl_each), so the point estimates are dpnewton's, on the whole "
+        "budget, without intervals",
+        "Use private_coef for the coefficient of interest (it gets the whole budget), fewer regressors, a larger "
+        "epsilon or more rows."),
+    "too many slopes": (
+        "the design has more slopes than fwl_each releases one at a time (max_parts), so the point estimates are "
+        "dpnewton's, on the whole budget, without intervals",
+        "Use private_coef for the coefficients of interest, or fewer regressors."),
     "failed standardisation": (
         "the private standardisation of the columns failed: the budget was too small to find the scale of the "
         "data",

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from dpstats.algorithms.base import NO_INTERVAL, Algorithm, Outcome, Param, PublicFacts, TaskData
+from dpstats.algorithms.base import NO_INTERVAL, Algorithm, Outcome, Param, PublicFacts, Release, TaskData
+from dpstats.algorithms.linreg.dpnewton import DPNewton
 from dpstats.algorithms.registry import register
 from dpstats.algorithms.sce._fwl_nuisance import Partialled, intercept_column
 from dpstats.algorithms.sce._fwl_standardise import gram_share_for, standardise
@@ -34,10 +35,16 @@ from dpstats.algorithms.sce.fwl_score import FWLScore, fwl_score_coefficient
 from dpstats.privacy.accounting import ZCDPAccountant, zcdp_epsilon
 from dpstats.privacy.composition import part
 
-__all__ = ["FWLEach", "INTERCEPT_CHECK", "intercept_from_means"]
+__all__ = ["FWLEach", "INTERCEPT_CHECK", "LOW_BUDGET_CHECK", "MANY_SLOPES_CHECK", "intercept_from_means"]
 
 #: the interval check of the intercept, whose interval this method does not give
 INTERCEPT_CHECK = NO_INTERVAL + " for the intercept (fwl_each reads its estimate from clipped means)"
+
+#: the start of every term's interval check when n epsilon / k is below ``points_below`` (public facts)
+LOW_BUDGET_CHECK = "too little budget per slope"
+
+#: the start of every term's interval check when the design has more than ``max_parts`` slopes (public)
+MANY_SLOPES_CHECK = "too many slopes"
 
 #: the intercept's fallback when no run's released Gram gives the means (failed standardisations, or every slope
 #: on the within path)
@@ -76,8 +83,14 @@ class FWLEach(Algorithm):
     summary = "each slope by fwl_score on an equal share of rho; the intercept from the released Grams' means"
     defaults = {
         **FWLScore.defaults,
-        "max_parts": Param(20, "ours: decline designs with more slopes than this (each slope's share of rho, "
-                               "1/k, leaves every interval infinite long before, and the run time grows with k)"),
+        "max_parts": Param(20, "ours: no release one slope at a time for designs with more slopes than this "
+                               "(each slope's share of rho, 1/k, leaves every interval infinite long before, and "
+                               "the run time grows with k): dpnewton's point estimates, or a decline when "
+                               "points_below is 0"),
+        "points_below": Param(300.0, "ours: below n epsilon / k = 300 (public facts) no slope's interval was finite "
+                                     "on the public corpus (60 instances, 40 draws, epsilon 1, 3, 10): release "
+                                     "dpnewton's point estimates of the whole vector on the whole budget instead, "
+                                     "every interval infinite; 0 turns this off (and max_parts declines)"),
         "shared": Param(False, "ours: release stage 1 (the private standardisation and the noisy Gram of all the "
                                 "columns) once on fwl_score's shares of rho, and split only stage 2 among the "
                                 "slopes (no absorbed term); more finite intervals, but not judged fit to publish "
@@ -107,20 +120,28 @@ class FWLEach(Algorithm):
         "interval_check": "paid statistic: the first slope's check that made its interval infinite ('ok' when "
                           "none did): fwl_score's interval_check of that slope, from its entries (`Gaussian Gram of "
                           "(1, controls, x, y)`, `grid quantile`, `Gaussian sum of clip(u)^2`, ...; each named "
-                          "'<mechanism> (<slope>)')",
+                          "'<mechanism> (<slope>)'); with points = 'dpnewton', the public reason of that branch",
         "interval_checks": "paid statistic: each term's check, fwl_score's interval_check per slope from its entries "
                            "(`Gaussian Gram of (1, controls, x, y)`, `grid quantile`, `Gaussian sum of clip(u)^2`, "
-                           "...); the intercept's is the public INTERCEPT_CHECK",
+                           "...); the intercept's is the public INTERCEPT_CHECK; with points = 'dpnewton', the "
+                           "branch's public reason for every term",
         "fallback": "paid statistic: the first fallback among the terms: fwl_score's fallback of a slope (from its "
                     "`Gaussian Gram of (1, controls, x, y)`, `grid quantile` and `Gaussian sum of clip(u) clip(v)` "
-                    "entries), or the intercept's when no slope's Gram passed its checks",
+                    "entries), or the intercept's when no slope's Gram passed its checks; with points = "
+                    "'dpnewton', dpnewton's: the point guard fired, from `Z'Z and Z'u (joint Gaussian)` and "
+                    "`rows away from the centre of y`",
         "guard": "paid statistic: which terms are fallbacks, from the same entries as fallback (`Gaussian Gram of "
-                 "(1, controls, x, y)`, `grid quantile`, `Gaussian sum of clip(u) clip(v)`)",
+                 "(1, controls, x, y)`, `grid quantile`, `Gaussian sum of clip(u) clip(v)`); with points = "
+                 "'dpnewton', dpnewton's: from `Z'Z and Z'u (joint Gaussian)` and `rows away from the centre of y`",
         "noise_sd": "paid statistic: each slope's fwl_score noise_sd (from its `Gaussian sum of clip(u) clip(v)` "
                     "and `Gaussian sum of clip(u)^2`); 0 for the intercept",
         "sampling_error": "public fact: the kind of sampling error each slope's interval accounts for (fwl_score's, "
                           "set by the design's column names, facts.cluster and the hyperparameters)",
         "parts": "public fact: the number of slopes, each released on 1/parts of rho",
+        "points": "public fact: 'dpnewton' when the point estimates are dpnewton's (n epsilon / k below "
+                  "points_below, or more than max_parts slopes: public facts), absent otherwise",
+        **{key: why for key, why in DPNewton.public_details.items() if key not in ("fallback", "guard",
+                                                                                  "interval_check")},
         "part_epsilon": "public fact: the epsilon of one part's rho at the release's delta",
     }
 
@@ -134,14 +155,25 @@ class FWLEach(Algorithm):
             return self.decline("fwl_each needs a regressor besides the intercept (use private_mean for a mean)")
         params = dict(self.params)
         max_parts = int(params.pop("max_parts"))
-        if len(slopes) > max_parts:
+        points_below = float(params.pop("points_below"))
+        k = len(slopes)
+        per_slope = data.X.shape[0] * epsilon / k  # public: n, the budget and the design's columns
+        if points_below > 0 and (k > max_parts or per_slope < points_below):
+            if k > max_parts:
+                why = (f"{MANY_SLOPES_CHECK} for an interval one slope at a time: {k} slopes exceed max_parts = "
+                       f"{max_parts}; the point estimates are dpnewton's, on the whole budget")
+            else:
+                why = (f"{LOW_BUDGET_CHECK} for an interval: n epsilon / k = {per_slope:.3g} is below "
+                       f"points_below = {points_below:g} (no slope's interval was finite there on the public "
+                       "corpus); the point estimates are dpnewton's, on the whole budget")
+            return self._newton_points(data, facts, epsilon, delta, rng, why if params["se_share"] > 0 else None)
+        if k > max_parts:
             # public: the design's columns
             return self.decline(f"fwl_each releases each slope on its own share of the budget, and {len(slopes)} "
                                 f"slopes exceed max_parts = {max_parts}; use private_coef for the coefficients of "
                                 "interest, or inference=False for the point estimate of them all")
         shared = bool(params.pop("shared"))
         acc = ZCDPAccountant(epsilon, delta)
-        k = len(slopes)
         stage1 = None
         fraction = 1.0 / k
         if shared:
@@ -214,3 +246,23 @@ class FWLEach(Algorithm):
                                      "; ".join(f"{facts.columns[c]}: {kd}" for c, kd in zip(slopes, kinds, strict=True)))
         # one df for the vector: the smallest (the widest t quantile) of the slopes'
         return self.release(est, acc, std_error=se, df=min(dfs), bias_bound=bias, **details)
+
+    @staticmethod
+    def _newton_points(data: TaskData, facts: PublicFacts, epsilon: float, delta: float, rng: np.random.Generator,
+                       why: str | None) -> Outcome:
+        """dpnewton's point release of the whole vector on the whole budget; with ``why``, every interval infinite.
+
+        The choice is made on public facts only (n, the budget, the design's columns); dpnewton runs with its
+        registered defaults (private_ols's ``inference=False`` release) and spends the whole budget itself.
+        ``why`` is None in the point configuration (``se_share = 0``), which gives no interval.
+        """
+        out = DPNewton().run(data, facts, epsilon, delta, rng)
+        if not isinstance(out, Release):
+            return out
+        if why is None:
+            return out.with_details(points="dpnewton")
+        d = data.X.shape[1]
+        details = {key: val for key, val in out.details.items() if key != "interval_check"}
+        return replace(out, std_error=np.full(d, math.inf), df=None, bias_bound=None,
+                       details={**details, "points": "dpnewton", "interval_check": why,
+                                "interval_checks": (why,) * d})

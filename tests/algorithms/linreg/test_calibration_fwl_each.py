@@ -4,8 +4,10 @@ The slopes' noise scales are fwl_score's, pinned by running it in
 ``tests/algorithms/sce/test_calibration.py``; here the tests pin what
 fwl_each adds: the split of the budget (each slope's ledger entries hold
 exactly ``rho / k``, the whole ledger ``rho``), that each slope is
-fwl_score's release run on its part (bit for bit with one slope), and the
-intercept's post-processing.
+fwl_score's release run on its part (bit for bit with one slope), the
+intercept's post-processing, and the public rule that hands small budgets
+per slope to dpnewton's point estimates (``points_below``; the tests of the
+split turn it off).
 """
 
 from __future__ import annotations
@@ -19,7 +21,12 @@ import numpy as np
 import pytest
 
 from dpstats.algorithms import Decline, Release, get
-from dpstats.algorithms.linreg.fwl_each import INTERCEPT_CHECK, intercept_from_means
+from dpstats.algorithms.linreg.fwl_each import (
+    INTERCEPT_CHECK,
+    LOW_BUDGET_CHECK,
+    MANY_SLOPES_CHECK,
+    intercept_from_means,
+)
 from dpstats.data.corpus import Corpus
 from dpstats.privacy.accounting import PrivacyLeakWarning, zcdp_rho
 
@@ -33,6 +40,9 @@ def _instance(iid: str):
 
 def _run(name: str, task: str, data, facts, eps: float, seed: int, intervals: bool = True, **params):
     cls = get(task, name)
+    if name == "fwl_each":
+        # the split itself: without the rule that gives small budgets per slope to dpnewton
+        params = {"points_below": 0.0, **params}
     algo = cls(**{**(dict(cls.interval_params) if intervals else {}), **params})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
@@ -116,13 +126,66 @@ def test_failed_standardisations_leave_the_intercept_a_flagged_fallback():
 
 def test_designs_with_more_slopes_than_max_parts_decline_before_any_spend():
     data, facts = _instance("mroz87_lwage_linreg")
-    out = get("linreg", "fwl_each")(max_parts=2).run(data, facts, 1.0, DELTA, np.random.default_rng(0))
+    algo = get("linreg", "fwl_each")(max_parts=2, points_below=0.0)
+    out = algo.run(data, facts, 1.0, DELTA, np.random.default_rng(0))
     assert isinstance(out, Decline) and "max_parts = 2" in out.reason and out.ledger == ()
+
+
+def _newton(data, facts, eps: float, seed: int):
+    return get("linreg", "dpnewton")().run(data, facts, eps, DELTA, np.random.default_rng(seed))
+
+
+@pytest.mark.parametrize("intervals", [True, False])
+@pytest.mark.parametrize("eps,seed", [(1.0, 0), (2.0, 1)])
+def test_small_budget_per_slope_releases_dpnewtons_points_draw_for_draw(eps, seed, intervals):
+    """428 rows, 3 slopes: n eps / k = 143 and 285 < 300, so the release is dpnewton's, same draws, no interval."""
+    data, facts = _instance("mroz87_lwage_linreg")
+    cls = get("linreg", "fwl_each")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        out = cls(**(dict(cls.interval_params) if intervals else {})).run(data, facts, eps, DELTA,
+                                                                           np.random.default_rng(seed))
+    ref = _newton(data, facts, eps, seed)
+    assert isinstance(out, Release) and isinstance(ref, Release)
+    np.testing.assert_array_equal(out.estimate, ref.estimate)
+    assert [(e.mechanism, e.cost, e.scale) for e in out.ledger] == [(e.mechanism, e.cost, e.scale) for e in ref.ledger]
+    assert sum(e.cost for e in out.ledger) == pytest.approx(zcdp_rho(eps, DELTA), rel=1e-9)
+    assert out.details["points"] == "dpnewton"
+    if not intervals:
+        # the point configuration gives no interval, here as elsewhere
+        assert out.std_error is None and "interval_checks" not in out.details
+        return
+    assert out.std_error.shape == (4,) and np.all(out.std_error == math.inf) and out.bias_bound is None
+    checks = out.details["interval_checks"]
+    assert len(checks) == 4 and all(c.startswith(LOW_BUDGET_CHECK) for c in checks)
+    assert f"= {428 * eps / 3:.3g} is below points_below = 300" in out.details["interval_check"]
+
+
+def test_the_rule_is_n_epsilon_over_k_on_public_facts():
+    """Just above the line (n eps / k = 300.4) the slopes are fwl_each's; just below (299.6), dpnewton's."""
+    data, facts = _instance("mroz87_lwage_linreg")
+    cls = get("linreg", "fwl_each")
+    above = cls(**cls.interval_params).run(data, facts, 300.4 * 3 / 428, DELTA, np.random.default_rng(0))
+    below = cls(**cls.interval_params).run(data, facts, 299.6 * 3 / 428, DELTA, np.random.default_rng(0))
+    assert isinstance(above, Release) and isinstance(below, Release)
+    assert "points" not in above.details and above.details["parts"] == 3
+    assert below.details["points"] == "dpnewton" and "parts" not in below.details
+
+
+def test_more_slopes_than_max_parts_release_dpnewtons_points():
+    data, facts = _instance("mroz87_lwage_linreg")
+    cls = get("linreg", "fwl_each")
+    out = cls(**{**cls.interval_params, "max_parts": 2}).run(data, facts, 1e3, DELTA, np.random.default_rng(0))
+    ref = _newton(data, facts, 1e3, 0)
+    assert isinstance(out, Release) and isinstance(ref, Release)
+    np.testing.assert_array_equal(out.estimate, ref.estimate)
+    assert out.details["points"] == "dpnewton"
+    assert all(c.startswith(MANY_SLOPES_CHECK) for c in out.details["interval_checks"])
 
 
 def _shared(name: str = "fwl_each", **kw):
     cls = get("linreg", name)
-    return cls(**{**cls.interval_params, "shared": True, **kw})
+    return cls(**{**cls.interval_params, "shared": True, "points_below": 0.0, **kw})
 
 
 @pytest.mark.parametrize("eps,seed", [(1.0, 0), (3.0, 1), (10.0, 2)])
