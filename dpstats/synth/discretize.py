@@ -50,7 +50,7 @@ import pandas as pd
 
 from dpstats.privacy.accounting import Accountant, PureAccountant, ZCDPAccountant
 from dpstats.synth.base import Coding, DiscreteData, Domain
-from dpstats.synth.schema import Column, Schema, SchemaError, level_key
+from dpstats.synth.schema import Column, Schema, SchemaError, level_key, level_keys
 
 __all__ = ["EqualWidth", "PrivTree", "DISCRETIZERS", "encode", "codings_for", "one_hot", "from_one_hot",
            "privtree_edges", "privtree_scale"]
@@ -243,7 +243,8 @@ def encode(df: pd.DataFrame, schema: Schema, edges: Mapping[str, np.ndarray] | N
         s = df[c.name]
         if c.categorical:
             lookup = {level_key(v): i for i, v in enumerate(c.levels or ())}
-            codes = s.map(lambda v, lookup=lookup: lookup.get(level_key(v), -1)).to_numpy(dtype=np.int64)
+            inverse, keys = level_keys(s)
+            codes = np.array([lookup.get(k, -1) for k in keys], dtype=np.int64)[inverse]
             if np.any(codes < 0):
                 raise SchemaError("value not among the schema's levels", file=file, column=c.name)
         else:

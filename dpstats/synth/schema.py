@@ -58,7 +58,7 @@ import pandas as pd
 from dpstats.errors import CorpusError
 from dpstats.privacy.accounting import PrivacyLeakWarning
 
-__all__ = ["Column", "Schema", "SchemaError", "level_key", "read_table"]
+__all__ = ["Column", "Schema", "SchemaError", "level_key", "level_keys", "read_table"]
 
 Kind = Literal["categorical", "numeric"]
 
@@ -108,6 +108,41 @@ def level_key(value: Any) -> str:
     if s.upper() in ("TRUE", "FALSE"):
         return s.upper()
     return s
+
+
+def level_keys(s: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """The :func:`level_key` of every value of ``s``, computed once per distinct value.
+
+    Parameters
+    ----------
+    s : Series
+
+    Returns
+    -------
+    inverse : ndarray of int, shape (len(s),)
+    keys : list of str
+        ``keys[inverse[i]]`` is ``level_key`` of the ``i``-th value, as
+        ``s.map(level_key)`` gives it.
+
+    Notes
+    -----
+    Values are grouped by :func:`pandas.factorize` only for numeric, boolean
+    and string dtypes, where values that compare equal have equal keys. An
+    object column may hold ``True``, ``1`` and ``1.0``, which compare equal
+    but have keys ``"TRUE"``, ``"1"`` and ``"1"``; other dtypes are keyed
+    value by value. Missing values are keyed value by value in every case.
+    """
+    dtype = s.dtype
+    if not ((isinstance(dtype, np.dtype) and dtype.kind in "biuf") or isinstance(dtype, pd.StringDtype)):
+        return np.arange(len(s)), list(s.map(level_key))
+    inverse, uniques = pd.factorize(s, use_na_sentinel=True)
+    keys = [level_key(v) for v in uniques]
+    missing = inverse < 0
+    if missing.any():
+        inverse = inverse.copy()
+        inverse[missing] = len(keys) + np.arange(int(missing.sum()))
+        keys.extend(s[missing].map(level_key))
+    return inverse, keys
 
 
 @dataclass(frozen=True)
@@ -408,11 +443,11 @@ class Schema:
             s = df[c.name]
             if c.categorical:
                 allowed = {level_key(v) for v in c.levels or ()}
-                keys = pd.Series(s.map(level_key), index=s.index)
-                bad = ~keys.isin(allowed)
+                inverse, keys = level_keys(s)
+                bad = np.array([k not in allowed for k in keys], dtype=bool)[inverse]
                 if bad.any():
                     first = s[bad].iloc[0]
-                    raise SchemaError(f"value {first!r} (row {int(np.flatnonzero(bad.to_numpy())[0]) + 1}) "
+                    raise SchemaError(f"value {first!r} (row {int(np.flatnonzero(bad)[0]) + 1}) "
                                       f"is not among the schema's levels ({int(bad.sum())} such rows)",
                                       file=file, column=c.name)
             else:

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from dpstats.privacy.accounting import PrivacyLeakWarning
-from dpstats.synth.schema import Schema, SchemaError, read_table
+from dpstats.synth.schema import Schema, SchemaError, level_key, level_keys, read_table
 
 
 def test_shipped_schemas_validate_the_full_files():
@@ -73,6 +73,22 @@ def test_integer_codes_and_booleans_match_levels():
     df = pd.DataFrame({"k": [1.0, 2.0], "b": ["TRUE", "false"]})
     assert s.validate(df).shape == (2, 2)
 
+
+
+@pytest.mark.parametrize("values,dtype", [
+    ([True, 1, 1.0, "1", "true", None, np.nan, 2, True], object),
+    (["a", None, "1", "a", "TRUE", None], "str"),
+    (["a", None, "1", "a", "TRUE", None], "string"),
+    ([1.0, -0.0, 0.0, np.nan, 2.5, 1.0, np.nan], "float64"),
+    ([3, 1, 3, -2], "int64"),
+    ([True, False, True], "bool"),
+    ([1, None, 2, 1], "Int64"),
+    (["x", "y", "x", None], "category"),
+])
+def test_level_keys_are_the_keys_of_every_value(values, dtype):
+    s = pd.Series(values, dtype=dtype)
+    inverse, keys = level_keys(s)
+    assert [keys[i] for i in inverse] == list(s.map(level_key))
 
 def test_read_table_errors(tmp_path):
     p = tmp_path / "x.csv"
