@@ -26,7 +26,7 @@ coefficients.
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -35,7 +35,7 @@ from dpstats.algorithms.linreg._basis import BASIS_DETAILS, RAW_BOUNDS_DETAILS, 
 from dpstats.algorithms.registry import coefficient_of, register
 from dpstats.privacy.accounting import ZCDPAccountant
 
-__all__ = ["DPGD", "DPGDStd", "noisy_gd"]
+__all__ = ["ClippedGradientSum", "DPGD", "DPGDStd", "noisy_gd", "row_norms"]
 
 _CITATION = (
     "Bassily, R., Smith, A. and Thakurta, A. (2014). Private empirical risk minimization: efficient algorithms "
@@ -53,17 +53,17 @@ def noisy_gd(
 
     Each step releases ``sum_i clip_C(g_i) + N(0, sigma^2 I)`` with replace-one
     sensitivity ``2C`` and ``sigma = 2C / sqrt(2 rho_step)``.
+
+    The clipped sums are :class:`ClippedGradientSum`'s, which keeps the
+    ``(n, d)`` per-example gradients in one buffer across the ``T`` steps.
     """
     n, d = Z.shape
     theta = np.zeros(d) if theta0 is None else np.array(theta0, dtype=float)
     rho_step = acc.remaining / T
     sigma = 2.0 * C / math.sqrt(2.0 * rho_step)
+    clipped_sum = ClippedGradientSum(Z, C)
     for t in range(T):
-        r = Z @ theta - u
-        G = Z * r[:, None]
-        norms = np.linalg.norm(G, axis=1)
-        f = np.minimum(1.0, C / np.maximum(norms, 1e-300))
-        g = G.T @ f
+        g = clipped_sum(Z @ theta - u)
         if t == T - 1:
             rho_step = acc.remaining  # the last step takes exactly what is left
             sigma = 2.0 * C / math.sqrt(2.0 * rho_step)
@@ -71,6 +71,95 @@ def noisy_gd(
                          note="replace-one sensitivity 2C")
         theta = theta - eta * g / n
     return theta, {"sigma": sigma}
+
+
+class ClippedGradientSum:
+    """``sum_i clip_C(z_i r_i)`` for residuals ``r``: the clipped gradient sum of one DP-GD step.
+
+    Parameters
+    ----------
+    Z : ndarray, shape (n, d)
+        The rows ``z_i`` (the same for every call).
+    C : float
+        The clipping norm.
+
+    Notes
+    -----
+    A call computes ``G = Z * r[:, None]``, the row norms of ``G`` as
+    ``numpy.linalg.norm(G, axis=1)`` does (:func:`row_norms`),
+    ``f = min(1, C / max(norm, 1e-300))`` and ``G.T @ f``: the same
+    operations on arrays of the same shape and memory order as written out
+    in full, so the same numbers. The first call's ``G`` (in the memory
+    order numpy gives the product) is kept and overwritten by the later
+    calls, instead of a new ``(n, d)`` array for every step.
+    """
+
+    def __init__(self, Z: np.ndarray, C: float) -> None:
+        self.Z = Z
+        self.C = C
+        self._G: np.ndarray | None = None
+        self._norms = np.empty(Z.shape[0])
+
+    def __call__(self, r: np.ndarray) -> np.ndarray:
+        """The clipped sum for residuals ``r`` (shape ``(n,)``); shape ``(d,)``."""
+        if self._G is None:
+            self._G = self.Z * r[:, None]
+        else:
+            np.multiply(self.Z, r[:, None], out=self._G)
+        norms = row_norms(self._G, out=self._norms)
+        f = np.minimum(1.0, self.C / np.maximum(norms, 1e-300))
+        return cast(np.ndarray, self._G.T @ f)
+
+
+def row_norms(G: np.ndarray, out: np.ndarray | None = None, block: int = 4096) -> np.ndarray:
+    """``numpy.linalg.norm(G, axis=1)`` bit for bit, squaring ``block`` rows at a time.
+
+    Parameters
+    ----------
+    G : ndarray, shape (n, d)
+    out : ndarray, shape (n,), optional
+        Written and returned; a new array when omitted.
+    block : int
+        Rows squared and summed at a time (at least 2; a single row left
+        over joins the block before it).
+
+    Returns
+    -------
+    ndarray, shape (n,)
+
+    Notes
+    -----
+    ``numpy.linalg.norm`` squares the whole of ``G`` into a new ``(n, d)``
+    array, then sums each row. Here the squares go to a ``(block, d)``
+    scratch array with the memory order of ``G``, so that numpy sums each
+    row of a block in the same order as it sums that row of the whole array
+    (pairwise along a C-ordered row, left to right across an F-ordered one);
+    each row's sum, and so its square root, is the same. A block of one row
+    is never made: numpy sums a lone F-ordered row pairwise. A ``G`` that is
+    neither C- nor F-contiguous is left to ``numpy.linalg.norm``.
+    """
+    if block < 2:
+        raise ValueError(f"row_norms: block must be at least 2, got {block}")
+    n, d = G.shape
+    if out is None:
+        out = np.empty(n)
+    order: Literal["C", "F"]
+    if G.flags.c_contiguous:
+        order = "C"
+    elif G.flags.f_contiguous:
+        order = "F"
+    else:
+        out[:] = np.linalg.norm(G, axis=1)
+        return out
+    cuts = list(range(0, n, block)) + [n]
+    if len(cuts) > 2 and cuts[-1] - cuts[-2] == 1:
+        del cuts[-2]
+    scratch = np.empty((min(n, block + 1), d), order=order)
+    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+        S = scratch[: b - a]
+        np.multiply(G[a:b], G[a:b], out=S)
+        np.add.reduce(S, axis=1, out=out[a:b])
+    return np.sqrt(out, out=out)
 
 
 _PARAMS = {
