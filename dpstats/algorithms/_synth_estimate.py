@@ -182,8 +182,8 @@ def _rebuild(frame: pd.DataFrame, variables: list[Variable], width: int) -> np.n
             out[:, v.columns[0]] = (frame[v.name].astype(str).to_numpy() == "1").astype(float)
         else:
             codes = pd.Categorical(frame[v.name].astype(str), categories=list(v.levels)).codes
-            for i, j in enumerate(v.columns, start=1):
-                out[:, j] = (codes == i).astype(float)
+            rows = np.flatnonzero(codes > 0)  # level i > 0 sets column columns[i - 1] to 1; the others stay 0
+            out[rows, np.asarray(v.columns)[codes[rows] - 1]] = 1.0
     return out
 
 

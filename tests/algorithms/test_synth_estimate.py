@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from dpstats.algorithms import Decline, Release, get, list_algorithms
-from dpstats.algorithms._synth_estimate import LIGHT, PREFIX, plan_variables
+from dpstats.algorithms._synth_estimate import LIGHT, PREFIX, Variable, _rebuild, plan_variables
 from dpstats.algorithms.linreg._private_ranges import POSITIVE_GRID, private_center_halfwidth, scale_quantile
 from dpstats.data.corpus import Corpus
 from dpstats.privacy.accounting import PrivacyLeakWarning, ZCDPAccountant, em_epsilon, zcdp_rho
@@ -183,3 +183,18 @@ def test_new_rows_clashing_or_broken_do_not_break_the_registry(monkeypatch):
     assert cls.name == "synth_clash" and cls.opt_in
     assert cls.synth_params == {"clash_discretizer": "discretizer"} and cls().params["discretizer"] == "privtree"
     assert "gone" in se.SKIPPED and "ModuleNotFoundError" in se.SKIPPED["gone"]
+
+
+def test_rebuild_sets_the_dummy_of_each_level():
+    import pandas as pd
+
+    levels = ("(base)", "a", "b", "c")
+    v = Variable("g", "categorical", (3, 1, 4), levels=levels)
+    values = ["a", "(base)", "c", "b", "c", "(base)"]
+    W = _rebuild(pd.DataFrame({"g": values}), [v], 6)
+    want = np.zeros((len(values), 6))
+    for r, value in enumerate(values):
+        if value != "(base)":
+            want[r, v.columns[levels.index(value) - 1]] = 1.0
+    assert np.array_equal(W, want) and W.flags.c_contiguous
+
