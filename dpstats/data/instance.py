@@ -248,6 +248,37 @@ def _build_mean(spec: InstanceSpec, data: pd.DataFrame) -> Instance:
     )
 
 
+def _interaction_bounds(info: Any, var_bounds: Mapping[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+    """Public bounds of interaction columns whose factors all have public ranges (interval arithmetic).
+
+    A column of a term with two or more factors is the product of one value
+    per factor: a categorical factor contributes a 0/1 dummy, a numerical one
+    its variable as it is (a factor whose code is a declared column name, no
+    transform). When every factor is one of those, the column lies in the
+    product of the factors' intervals, a function of declared bounds only.
+    Columns of other terms get nothing here.
+    """
+    out: dict[str, tuple[float, float]] = {}
+    for term, sl in info.term_slices.items():
+        if len(term.factors) < 2:
+            continue
+        lo, hi = 1.0, 1.0
+        for f in term.factors:
+            fi = info.factor_infos[f]
+            if fi.type == "categorical":
+                a, b = 0.0, 1.0
+            elif fi.num_columns == 1 and f.code in var_bounds:
+                a, b = (float(v) for v in var_bounds[f.code])
+            else:
+                break
+            ends = (lo * a, lo * b, hi * a, hi * b)
+            lo, hi = min(ends), max(ends)
+        else:
+            for c in info.column_names[sl]:
+                out[c] = (lo, hi)
+    return out
+
+
 def _out_of_bounds(X: np.ndarray, columns: tuple[str, ...], bounds: Mapping[str, tuple[float, float]]) -> dict[str, int]:
     out = {}
     for j, c in enumerate(columns):
@@ -308,6 +339,7 @@ def _build_regression(spec: InstanceSpec, data: pd.DataFrame, fixed_levels: froz
                 fixed_cols.update(idx)
             if len(term.factors) == 1:
                 cat_terms[term.name()] = idx
+    derived = _interaction_bounds(info, spec.bounds)
     X = Xdf.to_numpy(dtype=float)
     y = ydf.to_numpy(dtype=float).reshape(-1)
     if not np.all(np.isfinite(X)) or not np.all(np.isfinite(y)):
@@ -374,6 +406,8 @@ def _build_regression(spec: InstanceSpec, data: pd.DataFrame, fixed_levels: froz
             bounds[c] = (1.0, 1.0)
         elif j in dummy_cols:
             bounds[c] = (0.0, 1.0)
+        elif c in derived:
+            bounds[c] = derived[c]
     if outcome in var_bounds:
         bounds[outcome] = var_bounds[outcome]
     if spec.weights:
