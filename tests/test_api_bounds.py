@@ -106,3 +106,21 @@ def test_an_interaction_of_dummies_is_not_standardised_privately():
         warnings.simplefilter("ignore")
         out = cls(**cls.interval_params).run(pr.data, pr.facts, 3.0, 1e-6, trial_generator(2))
     assert np.all(np.abs(out.estimate[1:]) < 10.0), out.estimate
+
+
+def test_an_interaction_with_sum_coding_gets_the_range_of_its_contrasts():
+    """Sum coding puts -1, 0 and 1 in the contrast matrix: a:C(g, Sum) lies in [-1, 1], not [0, 1]."""
+    bounds = _instance("y ~ a:C(g, Sum)", {"a": (0, 1)}).facts.bounds
+    cols = [c for c in bounds if c.startswith("a:C(g, Sum)")]
+    assert cols and all(bounds[c] == (-1.0, 1.0) for c in cols)
+
+
+def test_sum_coded_categoricals_are_not_called_0_1_dummies():
+    """C(g, Sum) holds -1, 0 and 1: its columns get [-1, 1] and are no public dummies (they were, and clipped)."""
+    inst = _instance("y ~ b + C(g, Sum)", {"b": (-2, 3)})
+    cols = [c for c in inst.facts.columns if c.startswith("C(g, Sum)")]
+    assert len(cols) == 2 and all(inst.facts.bounds[c] == (-1.0, 1.0) for c in cols)
+    assert not set(cols) & set(inst.facts.dummies) and inst.out_of_bounds == {}
+    treat = _instance("y ~ b + C(g)", {"b": (-2, 3)})
+    assert set(treat.facts.dummies) == {"C(g)[T.q]", "C(g)[T.r]"}
+    assert all(treat.facts.bounds[c] == (0.0, 1.0) for c in treat.facts.dummies)

@@ -248,26 +248,36 @@ def _build_mean(spec: InstanceSpec, data: pd.DataFrame) -> Instance:
     )
 
 
+def _zero_one_coding(info: Any, term: Any) -> bool:
+    """Whether every contrast matrix of the categorical ``term`` holds only 0 and 1 (treatment coding)."""
+    mats = [cm.matrix for st in info.term_codings[term] for cm in st.contrast_matrices.values()]
+    return bool(mats) and all(np.isin(np.asarray(m), (0.0, 1.0)).all() for m in mats)
+
+
 def _interaction_bounds(info: Any, var_bounds: Mapping[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
-    """Public bounds of interaction columns whose factors all have public ranges (interval arithmetic).
+    """Public bounds of categorical and interaction columns whose factors all have public ranges (interval arithmetic).
 
     A column of a term with two or more factors is the product of one value
-    per factor: a categorical factor contributes a 0/1 dummy, a numerical one
-    its variable as it is (a factor whose code is a declared column name, no
-    transform). When every factor is one of those, the column lies in the
-    product of the factors' intervals, a function of declared bounds only.
-    Columns of other terms get nothing here.
+    per factor: a categorical factor contributes an entry of its contrast
+    matrix (0 or 1 for the default treatment coding, -1 to 1 for sum coding),
+    a numerical one its variable as it is (a factor whose code is a declared
+    column name, no transform). When every factor is one of those, the column
+    lies in the product of the factors' intervals, a function of the design
+    and of declared bounds only; a categorical term alone gets its contrasts'
+    range. Columns of other terms get nothing here.
     """
     out: dict[str, tuple[float, float]] = {}
     for term, sl in info.term_slices.items():
-        if len(term.factors) < 2:
+        if not term.factors or (len(term.factors) == 1 and info.factor_infos[term.factors[0]].type != "categorical"):
             continue
         lo, hi = 1.0, 1.0
         for f in term.factors:
             fi = info.factor_infos[f]
-            if fi.type == "categorical":
-                a, b = 0.0, 1.0
-            elif fi.num_columns == 1 and f.code in var_bounds:
+            entries = [float(v) for st in info.term_codings[term] if f in st.contrast_matrices
+                       for v in np.ravel(st.contrast_matrices[f].matrix)]
+            if fi.type == "categorical" and entries:
+                a, b = min(entries), max(entries)
+            elif fi.type != "categorical" and fi.num_columns == 1 and f.code in var_bounds:
                 a, b = (float(v) for v in var_bounds[f.code])
             else:
                 break
@@ -323,8 +333,10 @@ def _build_regression(spec: InstanceSpec, data: pd.DataFrame, fixed_levels: froz
     dropped_missing = int(len(data) - len(rows))
     info = Xdf.design_info
     names = list(Xdf.columns)
-    # dummy columns: columns of terms whose factors are all categorical
+    # dummy columns: columns of terms whose factors are all categorical; of those, the 0/1 ones (treatment
+    # coding, the default) are the public dummies (other codings, such as sum coding's -1, get their range)
     dummy_cols: set[int] = set()
+    zero_one: set[int] = set()
     fixed_cols: set[int] = set()  # dummies of declared levels: never dropped
     cat_terms: dict[str, list[int]] = {}
     for term, sl in info.term_slices.items():
@@ -333,12 +345,14 @@ def _build_regression(spec: InstanceSpec, data: pd.DataFrame, fixed_levels: froz
         if all(info.factor_infos[f].type == "categorical" for f in term.factors):
             idx = list(range(sl.start, sl.stop))
             dummy_cols.update(idx)
+            if _zero_one_coding(info, term):
+                zero_one.update(idx)
+                if len(term.factors) == 1:
+                    cat_terms[term.name()] = idx
             if fixed_levels and all(
                 (v := factor_variables(f.code, data.columns)) and v <= fixed_levels for f in term.factors
             ):
                 fixed_cols.update(idx)
-            if len(term.factors) == 1:
-                cat_terms[term.name()] = idx
     derived = _interaction_bounds(info, spec.bounds)
     X = Xdf.to_numpy(dtype=float)
     y = ydf.to_numpy(dtype=float).reshape(-1)
@@ -361,6 +375,7 @@ def _build_regression(spec: InstanceSpec, data: pd.DataFrame, fixed_levels: froz
         X = X[:, keep]
         names = [names[j] for j in old]
         dummy_cols = {remap[j] for j in dummy_cols if j in remap}
+        zero_one = {remap[j] for j in zero_one if j in remap}
         cat_terms = {t: [remap[j] for j in idx if j in remap] for t, idx in cat_terms.items()}
     n, d = X.shape
     if n <= d:
@@ -404,7 +419,7 @@ def _build_regression(spec: InstanceSpec, data: pd.DataFrame, fixed_levels: froz
             bounds[c] = var_bounds[c]
         elif c == "Intercept":
             bounds[c] = (1.0, 1.0)
-        elif j in dummy_cols:
+        elif j in zero_one:
             bounds[c] = (0.0, 1.0)
         elif c in derived:
             bounds[c] = derived[c]
@@ -422,7 +437,7 @@ def _build_regression(spec: InstanceSpec, data: pd.DataFrame, fixed_levels: froz
     facts = PublicFacts(
         instance=spec.id, study=spec.study, task=spec.task, n=n, d=d, columns=tuple(names), outcome=outcome,
         coefficient=spec.coefficient, coef_index=coef_index, bounds=bounds,
-        dummies=tuple(names[j] for j in sorted(dummy_cols)), intercept=intercept, weighted=bool(spec.weights),
+        dummies=tuple(names[j] for j in sorted(zero_one)), intercept=intercept, weighted=bool(spec.weights),
         cluster=cluster_col,
     )
     oob = _out_of_bounds(np.column_stack([X, y]), tuple(names) + (outcome,), bounds)
