@@ -28,7 +28,9 @@ DEFAULT_METHODS: dict[str, str] = {
 #: * sce ``fwl_score``: 10 % of the score stage for ``sum clip(u)^2 clip(v)^2``,
 #:   a heteroskedasticity-robust sandwich standard error;
 #: * linreg ``fwl_each``: each slope by ``fwl_score`` on ``1/k`` of the budget
-#:   (``k`` slopes), with its interval; the intercept has none. ``dpnewton``,
+#:   (``k`` slopes), with its interval; the intercept has none. Where
+#:   ``n epsilon / k`` is below 300 or ``k`` above 20, dpnewton's point estimates
+#:   with every interval infinite (no slope's interval is finite there). ``dpnewton``,
 #:   the point default, has no interval fit to publish (it missed on simple
 #:   designs with a rare binary regressor);
 #: * mean ``adaptive_whiten``: free on the whitened path (the private covariance

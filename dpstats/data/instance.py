@@ -273,11 +273,13 @@ def _interaction_bounds(info: Any, var_bounds: Mapping[str, tuple[float, float]]
         lo, hi = 1.0, 1.0
         for f in term.factors:
             fi = info.factor_infos[f]
-            entries = [float(v) for st in info.term_codings[term] if f in st.contrast_matrices
-                       for v in np.ravel(st.contrast_matrices[f].matrix)]
-            if fi.type == "categorical" and entries:
+            if fi.type == "categorical":
+                entries = [float(v) for st in info.term_codings[term] if f in st.contrast_matrices
+                           for v in np.ravel(st.contrast_matrices[f].matrix)]
+                if not entries:
+                    break
                 a, b = min(entries), max(entries)
-            elif fi.type != "categorical" and fi.num_columns == 1 and f.code in var_bounds:
+            elif fi.num_columns == 1 and f.code in var_bounds:
                 a, b = (float(v) for v in var_bounds[f.code])
             else:
                 break

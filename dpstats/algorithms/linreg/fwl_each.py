@@ -12,7 +12,10 @@ outcome's mean minus the slopes times the regressors' means, the means read
 from the released Grams of the ``fwl_score`` runs (their constant row) whose
 private standardisation passed its checks (0, a fallback, when none did); its
 interval is infinite (those means are clipped, and their error is not
-bounded).
+bounded). Where no slope's interval can be finite (``n epsilon / k`` below
+``points_below``, or more than ``max_parts`` slopes: public facts), the
+release is dpnewton's point estimates of the whole vector on the whole
+budget instead, every interval infinite with that reason.
 
 See ``docs/algorithms/linreg/fwl_each.md`` for the privacy argument and what
 the interval covers.
