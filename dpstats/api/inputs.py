@@ -252,6 +252,46 @@ def _warn_bounds(inst: Any, user_bounds: Mapping[str, tuple[float, float]]) -> N
         )
 
 
+def _check_weights(task: str, weights: Any, params: Mapping[str, Any], df: pd.DataFrame) -> str | None:
+    """The column of analytic weights (weighted least squares), checked; ``None`` without weights."""
+    if task == "mean":
+        if "weights" in params:
+            raise ValueError(
+                "weights: private_mean has no weighted mean. For the weighted mean of one column y, "
+                "private_coef(data, 'y ~ 1', 'Intercept', epsilon=..., weights='w') estimates it by weighted "
+                "least squares (the coefficient of the constant)")
+        return None
+    if weights is None:
+        return None
+    if not isinstance(weights, str) or not weights:
+        raise TypeError(f"weights must be the name of a column of data holding positive weights, got {weights!r}")
+    if weights not in df.columns:
+        raise ValueError(f"weights: {weights!r} is not a column of data (give the column that holds each row's "
+                         "weight)")
+    col = df[weights]
+    if not (pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)):
+        raise ValueError(f"weights: column {weights!r} is not numeric (dtype {col.dtype}); weights are positive "
+                         f"numbers, e.g. pd.to_numeric(data[{weights!r}])")
+    vals = col.to_numpy(dtype=float)
+    bad = int(np.sum(~np.isnan(vals) & ~(np.isfinite(vals) & (vals > 0))))
+    if bad:
+        # a count for the analyst (as the missing rows'), not a release
+        raise ValueError(f"weights: column {weights!r} has {bad} value(s) that are zero, negative or infinite; "
+                         "weighted least squares needs positive finite weights: drop the rows of weight zero "
+                         "(they do not count) and fix the others")
+    return weights
+
+
+def _warn_weighted_bounds(weights: str, user_bounds: Mapping[str, tuple[float, float]]) -> None:
+    warnings.warn(
+        f"bounds: with weights={weights!r} the declared bounds {sorted(user_bounds)} are not used by the method: "
+        "it sees each row multiplied by the square root of its weight, and the weights are private, so no range "
+        "of the scaled columns is public (the method finds the scales privately, as without bounds)",
+        UserWarning,
+        stacklevel=4,
+    )
+
+
 def _warn_missing(df: pd.DataFrame, used: Sequence[str], dropped: int) -> None:
     """Say how many rows were dropped for a missing value, and in which of the columns used."""
     if dropped <= 0:

@@ -110,6 +110,10 @@ class PrivateResult:
         Categorical variables whose levels were read from the data (no
         ``levels`` declared for them): the levels present, and the dummy
         columns kept, are then treated as public.
+    weights : str or None
+        The column of analytic weights (weighted least squares), or ``None``.
+        The weights are private, part of each row: the method sees each row
+        multiplied by the square root of its weight.
     seeded : bool
         True when a ``seed`` was passed: the release is then reproducible by
         whoever knows the seed and must not be published. The seed itself is
@@ -184,6 +188,7 @@ class PrivateResult:
     citation: str = ""
     diagnostics: Mapping[str, Any] = field(default_factory=dict)
     inference: bool = True
+    weights: str | None = None
 
     def __post_init__(self) -> None:
         # mappings are copied into read-only views, and the release into one with read-only arrays and
@@ -525,6 +530,8 @@ class PrivateResult:
         lines = [_TASK_TITLES[self.task] + " (dpstats)", ""]
         label = "columns" if self.task == "mean" else "model"
         lines.append(f"  {label + ':':<13}{self.model}")
+        if self.weights:
+            lines.append(f"  {'weights:':<13}{self.weights} (weighted least squares; the weights are private)")
         if self.coefficient:
             lines.append(f"  {'coefficient:':<13}{self.coefficient}")
         lines.append(f"  {'privacy:':<13}({_fmt(self.epsilon)}, {_fmt(self.delta)})-differential privacy, "
@@ -613,7 +620,11 @@ class PrivateResult:
             f"The method treated as public, without spending privacy: the number of rows (n = {self.n}), "
             f"the number of columns (d = {self.d}), the names of the variables"
         )
-        if self.task != "mean":
+        if self.task != "mean" and self.weights:
+            assumed += (", the model formula and the name of the weights column; the weights themselves are "
+                        "private: the method saw each row multiplied by the square root of its weight, so no "
+                        "range of a column (not even the intercept's or a dummy's) was taken as public")
+        elif self.task != "mean":
             assumed += ", the model formula, that the intercept is 1 and that dummy columns are 0 or 1"
         if ub:
             assumed += ", and the ranges you declared (" + "; ".join(

@@ -26,6 +26,7 @@ from dpstats.api.inputs import (
     _check_levels,
     _check_params,
     _check_seed,
+    _check_weights,
     _declared_column,
     _inspect_design,
     _is_text,
@@ -35,6 +36,7 @@ from dpstats.api.inputs import (
     _warn_bounds,
     _warn_delta,
     _warn_missing,
+    _warn_weighted_bounds,
 )
 from dpstats.api.methods import _TASK_FUNC
 from dpstats.api.result import PrivateResult
@@ -50,7 +52,8 @@ _SOURCE = Path("<data>")
 
 def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None = None,
          columns: Sequence[str] | None = None, epsilon: Any, delta: Any, method: str | None, seed: Any,
-         secure: Any, bounds: Any, levels: Any, params: dict[str, Any], inference: Any = None) -> PrivateResult:
+         secure: Any, bounds: Any, levels: Any, params: dict[str, Any], inference: Any = None,
+         weights: Any = None) -> PrivateResult:
     budget = Budget(epsilon, delta)
     eps, dlt = budget.epsilon, budget.delta
     if inference is not None and not isinstance(inference, (bool, np.bool_)):
@@ -61,6 +64,7 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
     user_bounds = _check_bounds(bounds)
     declared = _check_levels(levels)
     df = _check_data(data)
+    weights = _check_weights(task, weights, params, df)
     name, cls = _method_class(task, method, inference is not False)
     cluster = params.pop("cluster", None) if (task == "sce" and cls.cluster_intervals) else None
     if cluster is not None and not (isinstance(cluster, str) and cluster):
@@ -149,7 +153,7 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
         levels_from_data = tuple(sorted(cat_vars - set(declared)))
         fixed = frozenset(declared)
         spec = InstanceSpec(id="data", study="data", task=task, dataset="data", manifest=_SOURCE,
-                            formula=formula, coefficient=coef, bounds=spec_bounds,
+                            formula=formula, coefficient=coef, bounds=spec_bounds, weights=weights,
                             **({"se": f"cluster:{cluster}"} if cluster is not None else {}))
         model = formula
     if unused:
@@ -176,7 +180,16 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
                              f"categorical, one dummy column '{coef}[T.level]' per level: name one of them, or "
                              f"convert the column with pd.to_numeric(data[{coef!r}]) to estimate one slope)")
         raise err from None
-    _warn_missing(df, list(columns) if task == "mean" else sorted(used), int(inst.dropped_missing))
+    if task == "sce" and name == "fwl_score" and not weights and inst.facts.coefficient == "Intercept":
+        # fwl_score partials out the constant, so the constant's own coefficient is never estimated
+        alt = (f"its coefficient is the mean of {inst.facts.outcome}: use private_mean(data, "
+               f"{inst.facts.outcome!r}, ...)" if inst.d == 1 else
+               "use private_ols(), which releases the intercept with the slopes")
+        raise ValueError(f"coef: fwl_score does not estimate the intercept (it partials the constant out); {alt}")
+    _warn_missing(df, list(columns) if task == "mean" else sorted(used | ({weights} if weights else set())),
+                  int(inst.dropped_missing))
+    if weights and user_bounds:
+        _warn_weighted_bounds(weights, user_bounds)
     if task == "mean":
         X = inst.X
         shares = set(spec_bounds) - set(user_bounds)  # a declared level may be absent: no warning
@@ -222,6 +235,7 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
         n=inst.n, d=inst.d, model=model, release=out, coefficient=facts.coefficient, outcome=facts.outcome,
         bounds=dict(facts.bounds), levels=declared, levels_from_data=levels_from_data, seeded=seed is not None,
         params=dict(algo.params), citation=cls.citation, diagnostics=diagnostics, inference=bool(inference),
+        weights=weights,
     )
 
 
@@ -229,7 +243,7 @@ def private_coef(data: Any, formula: str, coef: str, epsilon: float, delta: floa
                  method: str | None = None, seed: int | None = None,
                  bounds: Mapping[str, tuple[float, float]] | None = None, *,
                  levels: Mapping[str, Sequence[Any]] | None = None, secure: bool = False,
-                 inference: bool | None = None, **params: Any) -> PrivateResult:
+                 inference: bool | None = None, weights: str | None = None, **params: Any) -> PrivateResult:
     """A differentially private OLS coefficient.
 
     Parameters
@@ -286,6 +300,14 @@ def private_coef(data: Any, formula: str, coef: str, epsilon: float, delta: floa
         intervals are not offered, is an error naming ``inference``.
         ``False``: a point release that spends the whole budget on the
         estimate.
+    weights : str, optional
+        The column of positive analytic weights: weighted least squares, as
+        ``statsmodels``' ``WLS`` or R's ``lm(weights = )``; the interval is
+        the weighted heteroskedasticity-robust (HC0) one. The weights are
+        private, part of each person's row: the method sees each row
+        multiplied by the square root of its weight, so declared ``bounds``
+        are not used (a warning says so), and the intercept and dummies are
+        not taken as public columns. Rows missing a weight are dropped.
     **params
         Hyperparameters of the method, and ``cluster=``: the column whose
         values are the sampling clusters. The default method (``fwl_score``)
@@ -324,7 +346,7 @@ def private_coef(data: Any, formula: str, coef: str, epsilon: float, delta: floa
         (e.g. a NumPy array); an unknown keyword (the message lists the
         method's hyperparameters).
     ValueError
-        Bad ``epsilon``/``delta``/``seed``/``bounds``/``levels``, ``delta=0``
+        Bad ``epsilon``/``delta``/``seed``/``bounds``/``levels``/``weights``, ``delta=0``
         for a method that needs ``delta > 0``, ``cluster=`` where no
         cluster-robust interval is offered, a formula that
         cannot be built, an outcome that is not numeric (a string column),
@@ -347,13 +369,13 @@ def private_coef(data: Any, formula: str, coef: str, epsilon: float, delta: floa
     if not isinstance(coef, str) or not coef:
         raise TypeError(f"coef must be the name of a design column, got {coef!r}")
     return _run("sce", data, formula=formula, coef=coef, epsilon=epsilon, delta=delta, method=method, seed=seed,
-                secure=secure, bounds=bounds, levels=levels, params=params, inference=inference)
+                secure=secure, bounds=bounds, levels=levels, params=params, inference=inference, weights=weights)
 
 
 def private_ols(data: Any, formula: str, epsilon: float, delta: float = 1e-6, method: str | None = None,
                 seed: int | None = None, bounds: Mapping[str, tuple[float, float]] | None = None, *,
                 levels: Mapping[str, Sequence[Any]] | None = None, secure: bool = False,
-                inference: bool | None = None, **params: Any) -> PrivateResult:
+                inference: bool | None = None, weights: str | None = None, **params: Any) -> PrivateResult:
     """Differentially private OLS coefficients (the whole vector).
 
     Parameters
@@ -361,7 +383,7 @@ def private_ols(data: Any, formula: str, epsilon: float, delta: float = 1e-6, me
     data : pandas.DataFrame
     formula : str
         ``"outcome ~ regressors"`` in patsy syntax.
-    epsilon, delta, method, seed, bounds, levels, secure, inference, **params
+    epsilon, delta, method, seed, bounds, levels, secure, inference, weights, **params
         As in :func:`private_coef` (``epsilon`` is required);
         ``method`` defaults to ``DEFAULT_METHODS["linreg"]``.
 
@@ -377,7 +399,7 @@ def private_ols(data: Any, formula: str, epsilon: float, delta: float = 1e-6, me
         As :func:`private_coef`.
     """
     return _run("linreg", data, formula=formula, epsilon=epsilon, delta=delta, method=method, seed=seed,
-                secure=secure, bounds=bounds, levels=levels, params=params, inference=inference)
+                secure=secure, bounds=bounds, levels=levels, params=params, inference=inference, weights=weights)
 
 
 def private_mean(data: Any, columns: Sequence[str] | str, epsilon: float, delta: float = 1e-6,

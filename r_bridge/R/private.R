@@ -40,6 +40,10 @@ dp_private <- function(task, data, formula = NULL, coef = NULL, columns = NULL, 
   } else {
     ftxt <- dp_formula(formula)
     used <- if (inherits(formula, "formula")) all.vars(formula) else names(data)
+    # columns named by arguments rather than the formula go to Python too
+    for (arg in c("weights", "cluster")) {
+      if (is.character(kwargs[[arg]]) && length(kwargs[[arg]]) == 1L) used <- c(used, kwargs[[arg]])
+    }
     kwargs$formula <- ftxt
     if (task == "sce") kwargs$coef <- dp_coef_name(as.character(coef))
   }
@@ -66,6 +70,7 @@ dp_result <- function(v) {
       model = v$model, coefficient = if (is.null(v$coefficient)) NA_character_ else v$coefficient,
       outcome = if (is.null(v$outcome)) NA_character_ else v$outcome, bounds = bounds,
       seeded = isTRUE(v$seeded), levels = v$levels, levels_from_data = as.character(unlist(v$levels_from_data)),
+      weights = if (is.null(v$weights)) NA_character_ else v$weights,
       params = v$params, citation = v$citation,
       summary_text = v$summary, interpretation_text = v$interpretation, diagnostics = v$diagnostics,
       uninformative = isTRUE(v$uninformative),
@@ -135,7 +140,13 @@ dp_result <- function(v) {
 #'   noise); \code{TRUE} makes a method without offered intervals an error;
 #'   \code{FALSE} spends the whole budget on the point estimate. See the
 #'   inference page of the dpstats docs for each method's budget split.
-#' @param ... Hyperparameters of the method.
+#' @param weights The name of a column of positive analytic weights, for
+#'   weighted least squares (as \code{lm(weights = )}); the weights are
+#'   private, part of each row, so declared \code{bounds} are not used with
+#'   them. \code{NULL} (the default): no weights.
+#' @param ... Hyperparameters of the method, and \code{cluster}, the name of
+#'   the column of sampling clusters (\code{dp_coef}'s default method then
+#'   gives a cluster-robust interval).
 #' @return An object of class \code{dp_result}, with \code{print},
 #'   \code{summary}, \code{coef}, \code{confint}, \code{vcov},
 #'   \code{nobs}, \code{as.data.frame}, \code{tidy} and \code{glance}
@@ -149,7 +160,8 @@ dp_result <- function(v) {
 #'   interval), \code{uninformative_reason} (why, and what to do; \code{NA}
 #'   when informative), \code{uninformative_terms}, \code{fallback} (what
 #'   the method released instead of its estimate, or \code{NA}),
-#'   \code{fallback_terms} (the terms it replaced) and \code{python}, the
+#'   \code{fallback_terms} (the terms it replaced), \code{weights} (the
+#'   weights column, or \code{NA}) and \code{python}, the
 #'   Python \code{PrivateResult} itself (valid in the session that made it).
 #' @section Conditions:
 #' A missing \code{epsilon}, bad input (a non-positive \code{epsilon}, a column missing from
@@ -170,13 +182,14 @@ dp_result <- function(v) {
 #' @seealso \code{\link{dp_ols}}, \code{\link{dp_mean}}
 #' @export
 dp_coef <- function(formula, data, coef, epsilon, delta = 1e-6, method = NULL, seed = NULL, bounds = NULL,
-                    levels = NULL, secure = FALSE, inference = NULL, ...) {
+                    levels = NULL, secure = FALSE, inference = NULL, weights = NULL, ...) {
   if (missing(coef) || !is.character(coef) || length(coef) != 1L) {
     stop(dp_condition("coef must be the name of one design column, e.g. \"educ\"",
                       c("dpstats_ValueError", "dpstats_error", "error"), call = sys.call()))
   }
   dp_private("sce", data, formula = formula, coef = coef, epsilon = epsilon, delta = delta, method = method,
-             seed = seed, secure = secure, bounds = bounds, levels = levels, params = list(...), call = sys.call(),
+             seed = seed, secure = secure, bounds = bounds, levels = levels,
+             params = c(list(...), if (is.null(weights)) NULL else list(weights = weights)), call = sys.call(),
              inference = dp_inference_arg(inference))
 }
 
@@ -195,9 +208,10 @@ dp_coef <- function(formula, data, coef, epsilon, delta = 1e-6, method = NULL, s
 #' }
 #' @export
 dp_ols <- function(formula, data, epsilon, delta = 1e-6, method = NULL, seed = NULL, bounds = NULL,
-                   levels = NULL, secure = FALSE, inference = NULL, ...) {
+                   levels = NULL, secure = FALSE, inference = NULL, weights = NULL, ...) {
   dp_private("linreg", data, formula = formula, epsilon = epsilon, delta = delta, method = method,
-             seed = seed, secure = secure, bounds = bounds, levels = levels, params = list(...), call = sys.call(),
+             seed = seed, secure = secure, bounds = bounds, levels = levels,
+             params = c(list(...), if (is.null(weights)) NULL else list(weights = weights)), call = sys.call(),
              inference = dp_inference_arg(inference))
 }
 
@@ -211,6 +225,7 @@ dp_ols <- function(formula, data, epsilon, delta = 1e-6, method = NULL, seed = N
 #' @param columns Names of numeric columns, or of columns with declared
 #'   \code{levels} (released as the share of each level, terms
 #'   \code{"column[level]"}).
+#' @param ... Hyperparameters of the method.
 #' @inheritParams dp_coef
 #' @return A \code{dp_result} whose \code{estimate} is named by the columns.
 #' @examples

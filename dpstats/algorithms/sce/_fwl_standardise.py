@@ -146,8 +146,10 @@ def standardise(
 
 
 def gram_share_for(gram_share: float, gram_full_d: float, d: int) -> float:
-    """The Gram's share of rho for a design of ``d`` columns: ``gram_share`` scaled by ``min(1, (d - 1) / gram_full_d)``.
+    """The Gram's share of rho for a design of ``d`` columns: ``gram_share`` scaled by ``min(1, max(d - 1, 1) / gram_full_d)``.
 
     Few controls need less of the budget (a public rule on ``d``); ``gram_full_d <= 0`` turns the scaling off.
+    A one-column design (a regression through the origin, or a weighted design's ``sqrt(weight)`` column
+    alone) still releases its Gram, whose pilot and checks the score stage reads: it gets the share of two.
     """
-    return gram_share * min(1.0, (d - 1) / gram_full_d) if gram_full_d > 0 else gram_share
+    return gram_share * min(1.0, max(d - 1, 1) / gram_full_d) if gram_full_d > 0 else gram_share

@@ -178,6 +178,7 @@ def result_to_r(res: Any) -> dict:
         "seeded": bool(res.seeded),
         "levels": {k: [_plain(v) for v in lv] for k, lv in res.levels.items()},
         "levels_from_data": list(res.levels_from_data),
+        "weights": res.weights,
         "params": _plain(dict(res.params)),
         "citation": res.citation,
         "summary": res.summary(),

@@ -252,3 +252,23 @@ test_that("confint: a bad level or a release without an interval is an error nam
   expect_identical(cf$method, "fwl_score")
   expect_identical(dim(quiet_uninformative(confint(cf))), c(1L, 2L))
 }) })
+
+test_that("the columns named by weights= and cluster= reach Python", { quiet_missing({
+  mroz <- mroz_data()
+  mroz$w <- 1 + (seq_len(nrow(mroz)) %% 3)
+  mroz$grp <- rep(seq_len(60), length.out = nrow(mroz))
+  res <- seeded(dp_coef(lwage ~ educ + exper, mroz, coef = "educ", epsilon = 3, weights = "w", seed = 1))
+  dp <- reticulate::import("dpstats", convert = TRUE)
+  py <- py_seeded(dp$private_coef(reticulate::r_to_py(mroz), "lwage ~ educ + exper", coef = "educ", epsilon = 3,
+                                  weights = "w", seed = 1L))
+  expect_identical(unname(coef(res)), py$estimate)
+  expect_identical(res$weights, "w")
+  expect_match(res$summary_text, "weights:     w (weighted least squares", fixed = TRUE)
+  ols <- seeded(dp_ols(lwage ~ educ + exper, mroz, epsilon = 3, weights = "w", seed = 1))
+  expect_identical(names(coef(ols)), c("Intercept", "educ", "exper"))
+  # a column named only by cluster= (before, R sent only the formula's variables and Python could not find it)
+  cl <- seeded(dp_coef(lwage ~ educ + exper, mroz, coef = "educ", epsilon = 3, cluster = "grp", seed = 1))
+  expect_s3_class(cl, "dp_result")
+  expect_error(dp_coef(lwage ~ educ, mroz, coef = "educ", epsilon = 1, weights = "nope"),
+               "^weights: 'nope' is not a column of data", class = "dpstats_error")
+}) })
