@@ -214,3 +214,21 @@ def test_the_ols_vector_gives_each_slope_an_interval_and_the_intercept_none(mroz
     # the point default is unchanged: dpnewton, no interval
     point = _quiet(private_ols, mroz, FORMULA, epsilon=1.0, seed=2, bounds=BOUNDS, inference=False)
     assert point.method == "dpnewton" and not point.has_interval and point.std_error is None
+
+
+@pytest.mark.parametrize("inference", [False, True])
+def test_mean_beyond_the_assumed_range_is_a_fallback(mroz: pd.DataFrame, inference: bool) -> None:
+    # family income in cents (mean 2.3e6, up to 9.6e6) without bounds lies beyond the +-1e6 that adaptive_whiten
+    # assumes for an unbounded column: the range collapsed onto 1e6 and the point release was 1e6 (seeds 0-2),
+    # not flagged. Now the column's released range, at the end of the public prior, makes it a fallback.
+    data = mroz.assign(faminc_cents=mroz["faminc"] * 100)
+    for seed in range(3):
+        res = _quiet(private_mean, data, ["faminc_cents", "educ"], epsilon=1.0, seed=seed, inference=inference)
+        assert res.uninformative
+        assert res.fallback_terms == ("faminc_cents",)
+        assert float(res.estimate[0]) == 0.0  # its prior centre (a public value), not a clipped 1e6
+        assert "rescale" in res.uninformative_reason and "a larger epsilon does not help" in res.uninformative_reason
+        assert abs(float(res.estimate[1]) - mroz["educ"].mean()) < 1.0  # the other column is released as before
+    # in dollars the same column is within the assumed range and no fallback
+    res = _quiet(private_mean, mroz, ["faminc", "educ"], epsilon=1.0, seed=0, inference=inference)
+    assert not res.fallback_terms

@@ -90,6 +90,11 @@ def _fallback_remedy(fallback: str, terms: Sequence[str] = ()) -> str:
     f = fallback.lower()
     if "standardis" in f:
         return _STANDARDISATION_REMEDY
+    if "prior centre" in f and "assumed for a column without declared bounds" in f:
+        cols = ", ".join(terms) if terms else "these columns"
+        return (f"Declare bounds for {cols} (bounds={{...}}), or rescale them (e.g. to thousands) so that their values "
+                "lie well inside the range assumed without bounds (default_range, +-1e6); a larger epsilon does not "
+                "help.")
     if "prior centre" in f:
         cols = ", ".join(terms) if terms else "these columns"
         return f"Declare bounds for {cols} (bounds={{...}}), or use a larger epsilon or more rows."

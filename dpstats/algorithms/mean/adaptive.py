@@ -184,7 +184,8 @@ def range_failed(m2: np.ndarray, sig: float, limit: float = 0.35) -> np.ndarray:
 
 
 def point_guard(out: Release, center: np.ndarray, half: np.ndarray, find: np.ndarray, prior: np.ndarray,
-                hopeless: bool, noise_z: np.ndarray | float | None = None) -> Release:
+                hopeless: bool, noise_z: np.ndarray | float | None = None,
+                at_prior_end: np.ndarray | None = None) -> Release:
     """The point guard of ``adaptive_whiten`` (post-processing of released values and public facts only).
 
     1. **Clamp.** Each coordinate of the release is clamped to its released
@@ -206,6 +207,13 @@ def point_guard(out: Release, center: np.ndarray, half: np.ndarray, find: np.nda
     3. **Hopeless.** When ``hopeless`` (a public rule on ``n`` and the
        per-draw range budget: the range draws cannot beat chance), every
        privately ranged column is released as its prior centre.
+    3b. **Prior end.** A privately ranged column marked in ``at_prior_end``
+       (its released range reaches an end of its public prior, the range
+       assumed for a column without declared bounds: ``+-default_range``)
+       is released as its prior centre: its rows may lie beyond that end,
+       where they were clipped by an amount no released value bounds (a
+       column in dollars whose values exceed the assumed million). A
+       comparison of released ranges with public values.
     4. **Null.** Otherwise, a privately ranged column whose clamped release
        lies within one standard deviation of its own final noise
        (``noise_z / 2``) of the prior centre is released as the prior centre:
@@ -240,6 +248,8 @@ def point_guard(out: Release, center: np.ndarray, half: np.ndarray, find: np.nda
         far = np.abs(center - prior) > 2.0 * half
         toward = -np.sign(center - prior) * z  # +1: pinned at the end that faces the prior centre
         fired = find & live & far & (toward >= 1.0 - margin)
+    edge = np.zeros(est.size, bool) if at_prior_end is None else find & np.asarray(at_prior_end, bool) & ~fired
+    fired = fired | edge
     null = np.zeros(est.size, bool)
     # with an interval the estimate is kept: its interval, not the prior centre, says the mean is near it
     if noise_z is not None and not hopeless and out.std_error is None:
@@ -248,8 +258,15 @@ def point_guard(out: Release, center: np.ndarray, half: np.ndarray, find: np.nda
     est = np.where(fired | null, prior, est)
     details = {**out.details, "guard": fired | null}
     if np.any(fired | null):
+        parts = []
+        if np.any((fired | null) & ~edge):
+            parts.append("the private range of the column failed or cannot beat chance")
+        if np.any(edge):
+            parts.append(f"the private range of {int(np.sum(edge))} reached the end of the range assumed for a column "
+                         "without declared bounds, so its values may lie beyond it")
+        why = "; ".join(parts)
         details["fallback"] = (f"prior centre released for {int(np.sum(fired | null))} of {est.size} column(s) "
-                               "(the point guard: the private range of the column failed or cannot beat chance)")
+                               f"(the point guard: {why})")
     se, bias = out.std_error, out.bias_bound
     if se is not None:
         se = np.where(fired, np.inf, se)
@@ -607,13 +624,15 @@ class AdaptiveWhiten(Algorithm):
             )
         center, half = (a + b) / 2.0, (b - a) / 2.0
         prior = (lo + hi) / 2.0
+        # released ranges against the public prior: a range that reaches its end may have clipped rows beyond it
+        at_prior_end = find & ((a <= lo) | (b >= hi))
         noise: dict[str, float] = {}
 
         def guarded(out: Release, noise_z: np.ndarray | None = None) -> Release:
             if not p["guard"]:
                 return out
             return point_guard(out, center, half, find, prior, hopeless,
-                               2.0 * noise.get("sigma", 0.0) if noise_z is None else noise_z)
+                               2.0 * noise.get("sigma", 0.0) if noise_z is None else noise_z, at_prior_end)
 
         if boxed or np.any(half <= 0):
             why = "low signal" if low else ("d = 1" if d == 1 else ("all bounded" if not find.any() else "constant column"))
