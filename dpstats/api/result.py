@@ -383,7 +383,7 @@ class PrivateResult:
         for t in infinite:
             groups.setdefault(per_term[t] or self.interval_check, []).append(t)
         for check, ts in groups.items():
-            cause, remedy = _infinite_cause(check, self.method, self.coefficient)
+            cause, remedy = _infinite_cause(check, self.method, self.coefficient, ts, self.task)
             parts.append(f"The 95% interval of {', '.join(ts)} is infinite: {cause}. {remedy}")
         if wide:
             parts.append(f"The 95% interval of {', '.join(wide)} is wider than the range the public bounds allow, "

@@ -73,16 +73,25 @@ _CHECK_WORDS: dict[str, tuple[str, str]] = {
 }
 
 
-def _infinite_cause(check: str | None, method: str, coef: str | None) -> tuple[str, str]:
-    """Why an interval is infinite (from the method's ``interval_check`` when it has one) and the remedy."""
+def _infinite_cause(check: str | None, method: str, coef: str | None, terms: Sequence[str] = (),
+                    task: str = "sce") -> tuple[str, str]:
+    """Why an interval is infinite (from the method's ``interval_check`` when it has one) and the remedy.
+
+    ``terms`` (the terms whose interval is infinite) and ``task`` word the generic remedy: a mean has columns,
+    not an outcome and regressors.
+    """
     name = coef or "the regressors"
     for key, (cause, remedy) in _CHECK_WORDS.items():
         if check and str(check).startswith(key):
             return cause.format(coef=name), remedy.format(coef=name)
-    return (f"{method} cannot localise the estimate at this budget (the privacy noise, or a private step that "
-            "failed, leaves its error unbounded)",
-            "Use a larger epsilon or more rows, declare bounds for the outcome and the regressors, or use fewer "
-            "controls.")
+    cause = (f"{method} cannot localise the estimate at this budget (the privacy noise, or a private step that "
+             "failed, leaves its error unbounded)")
+    if task == "mean":
+        cols = ", ".join(terms) if terms else "the columns"
+        return cause, (f"Declare bounds for {cols} (bounds={{...}}, e.g. (0, 1) for a 0/1 column), or use a larger "
+                       "epsilon or more rows.")
+    return cause, ("Use a larger epsilon or more rows, declare bounds for the outcome and the regressors, or use "
+                   "fewer controls.")
 
 
 def _fallback_remedy(fallback: str, terms: Sequence[str] = ()) -> str:
