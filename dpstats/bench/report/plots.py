@@ -131,7 +131,7 @@ def plot_profiles(curves: Sequence[Mapping[str, Any]], stem: Path, title: str, t
     legend_in = 0.0
     if curves:  # the legend goes to the right of the axes: widen the figure by its measured width
         leg = ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
-        fig.draw_without_rendering()
+        # the legend lays itself out to measure its width: no draw of the whole figure is needed
         legend_in = leg.get_window_extent().width / fig.dpi + 0.25
     width = axes_in + legend_in
     fig.set_size_inches(width, 4.2)
@@ -157,6 +157,7 @@ def plot_trials(rows: Sequence[tuple[str, Sequence[float], Sequence[float]]], st
     """
     fig = _figure(7.0, max(2.0, 0.32 * len(rows) + 1.2))
     ax = fig.add_subplot(1, 1, 1)
+    ax.autoscale(False)  # both limits are set below; without this every scatter call rescales the view again
     lo, hi = _xlim(r for _, _, rs in rows for r in rs)
     band = max(2.0, (hi / lo) ** 0.12)  # the failure band: an eighth of the log range
     fail_x = hi * band ** 0.5
