@@ -145,10 +145,10 @@ def prepare(trials: pd.DataFrame) -> pd.DataFrame:
         raise ValueError(f"trials table lacks column(s) {missing}")
     df = trials.copy()
     df["status"] = df["status"].astype(str).str.strip()
-    bad = sorted(set(df["status"]) - set(STATUSES))
+    bad = sorted(set(df["status"].unique()) - set(STATUSES))
     if bad:
         raise ValueError(f"unknown trial status(es) {bad}; known: {STATUSES}")
-    bad = sorted(set(df["task"].astype(str)) - set(TASKS))
+    bad = sorted(set(df["task"].astype(str).unique()) - set(TASKS))
     if bad:
         raise ValueError(f"unknown task(s) {bad}; known: {TASKS}")
     df["task"] = df["task"].astype(str)

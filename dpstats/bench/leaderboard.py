@@ -100,17 +100,22 @@ def _fallback_shares(sub: pd.DataFrame, study_of: dict[Any, Any]) -> dict[str, f
         per_study[st] = per_study.get(st, 0) + 1
     k = len(per_study)
     flags = sub["fallback"]
-    counts = (pd.DataFrame({"algorithm": sub["algorithm"].astype(str), "instance": sub["instance"],
-                            "hit": flags.fillna(False).astype(bool), "unknown": flags.isna()})
-              .groupby(["algorithm", "instance"], sort=False).agg(hits=("hit", "sum"), trials=("hit", "size"),
-                                                                  unknown=("unknown", "any")))
+    # counts per (algorithm, instance) from integer codes: trials, fallback releases, and whether a flag is missing
+    a_codes, a_names = pd.factorize(sub["algorithm"].astype(str).to_numpy(dtype=object))
+    i_codes, i_names = pd.factorize(sub["instance"].to_numpy(dtype=object))
+    cell = a_codes * len(i_names) + i_codes
+    size = len(a_names) * len(i_names)
+    trials = np.bincount(cell, minlength=size).reshape(len(a_names), len(i_names))
+    hits = np.bincount(cell, weights=flags.fillna(False).astype(bool).to_numpy(dtype=bool),
+                       minlength=size).astype(np.int64).reshape(trials.shape)
+    unknown = np.bincount(cell, weights=flags.isna().to_numpy(dtype=bool), minlength=size).reshape(trials.shape) > 0
     out = {a: 0.0 for a in algos}
-    for algo, g in counts.groupby(level="algorithm", sort=False):
-        if g["unknown"].any():
+    for a, algo in enumerate(a_names):
+        if unknown[a].any():
             out[str(algo)] = math.nan
             continue
-        terms = [(int(h), k * per_study[study_of[i]] * int(t))
-                 for (_, i), h, t in zip(g.index, g["hits"], g["trials"], strict=True) if i in study_of and h]
+        terms = [(int(hits[a, j]), k * per_study[study_of[i]] * int(trials[a, j]))
+                 for j, i in enumerate(i_names) if hits[a, j] and i in study_of]
         if terms:
             L = math.lcm(*(d for _, d in terms))
             out[str(algo)] = float(Fraction(sum(h * (L // d) for h, d in terms), L))
