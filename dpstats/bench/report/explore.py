@@ -8,6 +8,7 @@ Each instance page and each algorithm page, with its figures, is a job of a
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,39 +38,69 @@ def _write_explore(prep: pd.DataFrame, lb: pd.DataFrame, fx: pd.DataFrame, out: 
                    iv: pd.DataFrame | None, run: JobRunner) -> None:
     """The Explore index, instance pages (with forest plots for sce coverage trials) and algorithm pages.
 
-    Each instance page and each algorithm page is a job of ``run``; the
-    Explore index is written here, its file added to ``run``'s results last.
+    Each instance page and each algorithm page is a job of ``run``, a task's
+    instance pages before its algorithm pages; the Explore index is written
+    here, its file added to ``run``'s results last.
     """
+    tasks = _explore_tasks(prep, explored, iv)
+    for t in tasks:
+        _submit_instance_pages(t, fx, out, run)
+        _submit_algorithm_pages(t, lb, out, run)
+    run.add([_explore_index(tasks, fx, out)])
+
+
+def _explore_tasks(prep: pd.DataFrame, explored: set[str], iv: pd.DataFrame | None) -> list[dict[str, Any]]:
+    """Per task with Explore pages, in task order: its trials (``trials``), its instances with their sizes
+    (``known``: trials and sce coverage trials) and its sce coverage trials (``iv``, or None)."""
     ex = prep[prep["corpus"].isin(explored)]
     ivx = iv[iv["corpus"].isin(explored)] if iv is not None else None
-    tasks = []
     iv_sce = ivx[ivx["task"] == "sce"] if ivx is not None else None
     cols = ["instance", "study", "task", "n", "d"]
     task_set = set(ex["task"]) | (set(iv_sce["task"]) if iv_sce is not None else set())
+    tasks = []
     for task in [t for t in ev.TASKS if t in task_set]:
         et = ex[ex["task"] == task]
-        algos = [{"href": _algorithm_page(task, name), "name": name, "interpretation": interp}
-                 for (name, interp), _ in et.groupby(["algorithm", "interpretation"], sort=True)]
         known = et[cols]
         if iv_sce is not None and task == "sce":
             known = pd.concat([known, iv_sce[cols]], ignore_index=True)
+        tasks.append({"task": task, "trials": et, "known": known, "iv": iv_sce if task == "sce" else None})
+    return tasks
+
+
+def _submit_instance_pages(t: Mapping[str, Any], fx: pd.DataFrame, out: Path, run: JobRunner) -> None:
+    """The instance pages of one task of :func:`_explore_tasks`, a job of ``run`` each, by instance."""
+    et, iv_sce = t["trials"], t["iv"]
+    et_by = dict(tuple(et.groupby("instance", sort=False)))
+    for iid, g in t["known"].groupby("instance", sort=True):
+        iv_i = iv_sce[iv_sce["instance"] == iid] if iv_sce is not None else None
+        fx_i = fx.loc[[iid]] if iid in fx.index else fx.iloc[0:0]
+        run.submit(_instance_job, out, iid, et_by.get(iid, et.iloc[0:0]), fx_i, g.iloc[0], iv_i)
+
+
+def _submit_algorithm_pages(t: Mapping[str, Any], lb: pd.DataFrame, out: Path, run: JobRunner) -> None:
+    """The algorithm pages of one task of :func:`_explore_tasks`, a job of ``run`` each, by algorithm."""
+    task, et = t["task"], t["trials"]
+    lb_t = lb[lb["task"] == task] if not lb.empty else lb
+    for name, g in et.groupby("algorithm", sort=True):
+        run.submit(_algorithm_page_write, out, task, name, g, lb_t[lb_t["algorithm"] == name]
+                   if not lb_t.empty else lb_t)
+
+
+def _explore_index(tasks: list[dict[str, Any]], fx: pd.DataFrame, out: Path) -> Path:
+    """``explore.html``: per task of :func:`_explore_tasks` its algorithms and its instances with their facts."""
+    entries = []
+    for t in tasks:
+        task, et = t["task"], t["trials"]
+        algos = [{"href": _algorithm_page(task, name), "name": name, "interpretation": interp}
+                 for (name, interp), _ in et.groupby(["algorithm", "interpretation"], sort=True)]
         inst = []
-        for iid, g in known.groupby("instance", sort=True):
+        for iid, g in t["known"].groupby("instance", sort=True):
             f = fx.loc[iid] if iid in fx.index else None
             inst.append({"href": _instance_page(iid), "name": iid, "study": g["study"].iloc[0],
                          "n": _fmt(g["n"].iloc[0]), "d": _fmt(g["d"].iloc[0]), "baseline": _fmt(_val(f, "baseline"), 4),
                          "se_type": _val(f, "se_type") or ""})
-        tasks.append({"label": TASK_LABELS[task], "algorithms": algos, "instances": inst})
-        et_by = dict(tuple(et.groupby("instance", sort=False)))
-        for iid, g in known.groupby("instance", sort=True):
-            iv_i = iv_sce[iv_sce["instance"] == iid] if iv_sce is not None and task == "sce" else None
-            fx_i = fx.loc[[iid]] if iid in fx.index else fx.iloc[0:0]
-            run.submit(_instance_job, out, iid, et_by.get(iid, et.iloc[0:0]), fx_i, g.iloc[0], iv_i)
-        lb_t = lb[lb["task"] == task] if not lb.empty else lb
-        for name, g in et.groupby("algorithm", sort=True):
-            run.submit(_algorithm_page_write, out, task, name, g, lb_t[lb_t["algorithm"] == name]
-                       if not lb_t.empty else lb_t)
-    run.add([_render(out / "explore.html", "explore.html", "Explore", 0, "explore.html", tasks=tasks)])
+        entries.append({"label": TASK_LABELS[task], "algorithms": algos, "instances": inst})
+    return _render(out / "explore.html", "explore.html", "Explore", 0, "explore.html", tasks=entries)
 
 
 def _instance_job(out: Path, iid: str, g: pd.DataFrame, fx: pd.DataFrame, head: Any, iv: pd.DataFrame | None

@@ -98,6 +98,16 @@ class JobRunner:
             self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context(method))
         self._pending.append(self._pool.submit(fn, *args))
 
+    @property
+    def pending(self) -> int:
+        """How many results :meth:`results` would return now: calls and values since its last call.
+
+        A caller that submits pieces out of their final order notes this
+        before and after each group and reorders the results by those
+        positions.
+        """
+        return len(self._pending)
+
     def add(self, value: Any) -> None:
         """Add a value computed by the caller to :meth:`results`, in its place in the submission order."""
         self._pending.append(_Done(value))

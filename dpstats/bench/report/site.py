@@ -18,7 +18,13 @@ import pandas as pd
 
 from dpstats.bench import evaluation as ev
 from dpstats.bench import leaderboard as lbd
-from dpstats.bench.report.explore import _write_explore
+from dpstats.bench.report.explore import (
+    _explore_index,
+    _explore_tasks,
+    _submit_algorithm_pages,
+    _submit_instance_pages,
+    _write_explore,
+)
 from dpstats.bench.report.loading import (
     _order_columns,
     _sort_trials,
@@ -139,25 +145,33 @@ def write_report(trials: pd.DataFrame, out: str | os.PathLike[str], *, facts: pd
     ev.prepare(trials)  # validate before writing anything
     trials = _sort_trials(_order_columns(trials))
     files: list[Path] = []
-    trials.to_csv(out / "trials.csv", index=False)
-    files.append(out / "trials.csv")
-    lb = lbd.leaderboard(trials)
-    lb.to_csv(out / "leaderboard.csv", index=False)
-    files.append(out / "leaderboard.csv")
-    prep = ev.prepare(trials)  # the sorted table with its scores, shared by the profiles and the pages
-    prof = profiles_table(trials, prepared=prep)
-    prof.to_csv(out / "profiles.csv", index=False)
-    files.append(out / "profiles.csv")
     explored: set[str] = set()
-    if site:
-        if public is None:
-            public = public_instance_ids()
-        explored = _explorable(trials, public, explore)
-        if facts is None:
-            facts = instance_facts(trials)
-        with JobRunner(workers) as run:
+    with JobRunner(workers) as run:
+        prep = None
+        early = None
+        if site:
+            if public is None:
+                public = public_instance_ids()
+            explored = _explorable(trials, public, explore)
+            if facts is None:
+                facts = instance_facts(trials)
+            prep = ev.prepare(trials)  # the sorted table with its scores, shared by the profiles and the pages
+            # the instance pages need neither the leaderboard nor the profiles and are most of the drawing: they
+            # are submitted first, so that a pool draws them while this process writes the tables
+            early = _submit_instances(prep, facts, out, explored, iv, run)
+        trials.to_csv(out / "trials.csv", index=False)
+        files.append(out / "trials.csv")
+        lb = lbd.leaderboard(trials)
+        lb.to_csv(out / "leaderboard.csv", index=False)
+        files.append(out / "leaderboard.csv")
+        if prep is None:
+            prep = ev.prepare(trials)
+        prof = profiles_table(trials, prepared=prep)
+        prof.to_csv(out / "profiles.csv", index=False)
+        files.append(out / "profiles.csv")
+        if site and facts is not None:
             files += _write_site(trials, lb, prof, facts, out, explored, dict(defaults or {}), iv, cov, per, run,
-                                 prep)
+                                 prep, early)
     if iv is not None and cov is not None and per is not None:
         files += _write_inference_csv(iv, cov, per, out, INTERVAL_COLUMNS)
     return {"leaderboard": lb, "coverage": cov, "instances": per, "files": files, "explored": sorted(explored)}
@@ -385,22 +399,46 @@ def _board_rows(g: pd.DataFrame, link: bool, task: str) -> list[dict[str, Any]]:
     return rows
 
 
+def _submit_instances(prep: pd.DataFrame, facts: pd.DataFrame, out: Path, explored: set[str],
+                      iv: pd.DataFrame | None, run: JobRunner) -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
+    """Submit the Explore instance pages to ``run``: the Explore tasks and, per task, the positions of its jobs
+    among ``run``'s results (for :func:`_write_site`)."""
+    fx = facts.set_index("instance") if not facts.empty else pd.DataFrame()
+    tasks = _explore_tasks(prep, explored, iv)
+    spans = []
+    for t in tasks:
+        start = run.pending
+        _submit_instance_pages(t, fx, out, run)
+        spans.append((start, run.pending))
+    return tasks, spans
+
+
 def _write_site(trials: pd.DataFrame, lb: pd.DataFrame, prof: pd.DataFrame, facts: pd.DataFrame, out: Path,
                 explored: set[str], defaults: Mapping[str, str], iv: pd.DataFrame | None = None,
                 cov: pd.DataFrame | None = None, per: pd.DataFrame | None = None,
-                run: JobRunner | None = None, prep: pd.DataFrame | None = None) -> list[Path]:
+                run: JobRunner | None = None, prep: pd.DataFrame | None = None,
+                early: tuple[list[dict[str, Any]], list[tuple[int, int]]] | None = None) -> list[Path]:
     """The pages and figures; those of each task and ε, instance and algorithm are jobs of ``run``.
 
-    ``prep`` is ``ev.prepare(trials)`` when the caller has it.
+    ``prep`` is ``ev.prepare(trials)`` when the caller has it; ``early`` is
+    :func:`_submit_instances` when the caller has submitted the instance
+    pages already (otherwise they are submitted here).
 
-    Returns the written files in a fixed order (the order of submission), whatever the number of workers.
+    Returns the written files in a fixed order, whatever the number of
+    workers and whenever the instance pages were submitted: the style sheet,
+    the Leaderboard pages, the Coverage pages, the overview, then per task
+    its instance pages and its algorithm pages, then the Explore index.
     """
     run = run if run is not None else JobRunner(1)
+    prep = ev.prepare(trials) if prep is None else prep
+    if early is None:
+        early = _submit_instances(prep, facts, out, explored, iv, run)
+    tasks, instance_spans = early
+    head = run.pending
     (out / "style.css").write_text((TEMPLATES / "style.css").read_text(encoding="utf-8"), encoding="utf-8")
     run.add([out / "style.css"])
     corpora = sorted(trials["corpus"].unique())
     groups = list(ev.group_values(trials))
-    prep = ev.prepare(trials) if prep is None else prep
 
     for task, eps in groups:
         lb_te = lb[(lb["task"] == task) & (lb["epsilon"] == eps)]
@@ -420,9 +458,16 @@ def _write_site(trials: pd.DataFrame, lb: pd.DataFrame, prof: pd.DataFrame, fact
                      n_trials=len(prep), n_algorithms=len(prep[["task", "algorithm"]].drop_duplicates()),
                      n_instances=prep["instance"].nunique(), n_studies=prep["study"].nunique(), corpora=corpora,
                      coverage=_coverage_links(iv), point=True)])
+    order = list(range(min([head] + [a for a, _ in instance_spans]))) + list(range(head, run.pending))
+    for t, (a, b) in zip(tasks, instance_spans, strict=True):
+        start = run.pending
+        _submit_algorithm_pages(t, lb, out, run)
+        order += list(range(a, b)) + list(range(start, run.pending))
     fx = facts.set_index("instance") if not facts.empty else pd.DataFrame()
-    _write_explore(prep, lb, fx, out, explored, iv, run)
-    return [f for part in run.results() for f in part]
+    order.append(run.pending)
+    run.add([_explore_index(tasks, fx, out)])
+    parts = run.results()
+    return [f for k in order for f in parts[k]]
 
 
 def _leaderboard_page_write(out: Path, task: str, eps: float, corpora: list[str], groups: list[tuple[str, float]],
