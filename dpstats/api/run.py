@@ -33,6 +33,7 @@ from dpstats.api.inputs import (
     _method_class,
     _too_few_rows,
     _user_error,
+    _warn_binary_unbounded,
     _warn_bounds,
     _warn_delta,
     _warn_missing,
@@ -199,6 +200,8 @@ def _run(task: str, data: Any, *, formula: str | None = None, coef: str | None =
                           UserWarning, stacklevel=3)
     _warn_delta(dlt, inst.n)
     _warn_bounds(inst, user_bounds)
+    if not weights:
+        _warn_binary_unbounded(inst)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         rng = release_generator(seed, secure=bool(secure))
