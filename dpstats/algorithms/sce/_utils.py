@@ -318,6 +318,14 @@ def is_binary_public(facts: Any, name: str) -> bool:
     return b is not None and float(b[0]) == 0.0 and float(b[1]) == 1.0
 
 
+#: a location is refined when the two grid cells around it span more than this many private scales
+REFINE_CELLS = 2.0
+#: at most this many points on the refined location's linear grid
+REFINE_POINTS = 4096
+#: the location is refined only when n times the scale's epsilon is at least this many logs of its grid's size
+REFINE_MIN_NEPS = 32.0
+
+
 def private_location_scale(
     w: np.ndarray,
     epsilon: float,
@@ -345,7 +353,12 @@ def private_location_scale(
     mechanism draws from the whole grid (the column is then essentially
     constant and its scale is immaterial). The two mechanisms are charged to
     ``acc`` as ``grid median (label)`` and ``grid median of non-zero pair
-    differences (label)``. The scale's mechanism runs at ``scale_epsilon``
+    differences (label)``. When the two grid cells around the location span
+    more than ``REFINE_CELLS`` scales (a column far from 0 relative to its
+    spread, such as a calendar year), a third ``epsilon``-DP grid median on a
+    linear grid of half-scale steps over those cells (a function of the
+    released location and scale) replaces the location, charged as ``grid
+    median, refined (label)`` on top of the others. The scale's mechanism runs at ``scale_epsilon``
     (default ``epsilon``): it sees about half as many values as the location's
     (one per pair, and only the non-zero ones), so the same failure rate needs
     about twice the epsilon.
@@ -361,6 +374,22 @@ def private_location_scale(
         diff, positive_grid(), epsilon if scale_epsilon is None else scale_epsilon, rng, acc=acc,
         mechanism=f"grid median of non-zero pair differences ({label})", q=0.5,
     )
+    lo_cell, hi_cell = float(grid[max(j - 1, 0)]), float(grid[min(j + 1, grid.size - 1)])
+    sc_eps = epsilon if scale_epsilon is None else scale_epsilon
+    # only where the scale's median is reliable (a public rule on n and its epsilon: about n/2 differences, at
+    # least twice the log of its grid's size in units of 8 / epsilon), so that a failed scale, far too small,
+    # does not send the location to a grid of the wrong step
+    reliable = w.size * sc_eps >= REFINE_MIN_NEPS * math.log(positive_grid().size)
+    if reliable and hi_cell - lo_cell > REFINE_CELLS * scale:
+        # the geometric grid's cells around the location are wider than a few scales (a column far from 0
+        # relative to its spread, as a calendar year): the centred column would lie many scales from 0 and be
+        # clipped whole. A second grid median on a linear grid of half-scale steps over those two cells
+        # (public: the released location cell and scale) places it within a scale. Charged on top of the
+        # step's share, so the stages after it have that much less.
+        step = max(0.5 * scale, (hi_cell - lo_cell) / REFINE_POINTS)
+        fine = np.append(np.arange(lo_cell, hi_cell, step), hi_cell)
+        k = private_grid_index(w, fine, epsilon, rng, acc=acc, mechanism=f"grid median, refined ({label})", q=0.5)
+        loc = float(fine[k])
     if bounds is not None:
         lo, hi = float(bounds[0]), float(bounds[1])
         if hi > lo:
