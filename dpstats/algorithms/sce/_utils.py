@@ -113,6 +113,17 @@ def random_blocks(n: int, k: int, rng: np.random.Generator) -> list[np.ndarray]:
     return np.array_split(perm, k)
 
 
+def _drop_row_col(G: np.ndarray, j: int) -> np.ndarray:
+    """A C-contiguous copy of the stack ``G`` (g, d, d) without row and column ``j`` of each matrix (by slices)."""
+    g, d, _ = G.shape
+    out = np.empty((g, d - 1, d - 1))
+    out[:, :j, :j] = G[:, :j, :j]
+    out[:, :j, j:] = G[:, :j, j + 1:]
+    out[:, j:, :j] = G[:, j + 1:, :j]
+    out[:, j:, j:] = G[:, j + 1:, j + 1:]
+    return out
+
+
 def _fwl_batch(Xb: np.ndarray, yb: np.ndarray, j: int, wb: np.ndarray | None,
                work: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """FWL statistics for a batch of equal-size blocks ``Xb`` (g, m, d), ``yb`` (g, m).
@@ -136,12 +147,13 @@ def _fwl_batch(Xb: np.ndarray, yb: np.ndarray, j: int, wb: np.ndarray | None,
     if d == 1:
         N, D = xy, xx
     else:
-        others = np.array([i for i in range(d) if i != j])
-        norms = np.sqrt(np.maximum(G[:, others, others], 0.0))
+        Gzz = _drop_row_col(G, j)
+        norms = np.sqrt(np.maximum(np.diagonal(Gzz, axis1=1, axis2=2), 0.0))
         norms = np.where(norms > 0, norms, 1.0)
-        Gzz = G[:, others[:, None], others[None, :]] / (norms[:, :, None] * norms[:, None, :])
-        bx = G[:, others, j] / norms
-        by = c[:, others] / norms
+        # scaled in place: the same elementwise quotients as Gzz / (norms_a norms_b)
+        np.divide(Gzz, np.multiply(norms[:, :, None], norms[:, None, :]), out=Gzz)
+        bx = np.delete(G[:, :, j], j, axis=1) / norms
+        by = np.delete(c, j, axis=1) / norms
         w, V = np.linalg.eigh(Gzz)
         wmax = np.maximum(w[:, -1:], 1e-300)
         inv = np.where(w > EIG_RTOL * wmax, 1.0 / np.where(w > 0, w, 1.0), 0.0)
@@ -192,7 +204,7 @@ def block_batches(X: np.ndarray, y: np.ndarray, blocks: list[np.ndarray]) -> Blo
 
 def block_fwl(
     X: np.ndarray, y: np.ndarray, j: int, blocks: list[np.ndarray], weights: np.ndarray | None = None,
-    batches: BlockBatches | None = None,
+    batches: BlockBatches | None = None, group_weights: list[np.ndarray] | None = None,
 ) -> BlockStats:
     """Frisch-Waugh statistics of every block.
 
@@ -210,6 +222,9 @@ def block_fwl(
     batches : BlockBatches, optional
         :func:`block_batches` of ``X``, ``y`` and ``blocks``, for calls
         that repeat one split with different weights.
+    group_weights : list of ndarray, optional
+        Instead of ``weights``: the weights already gathered per group of
+        ``batches`` (``weights[idx]`` of each group, shape ``idx.shape``).
 
     Returns
     -------
@@ -222,7 +237,7 @@ def block_fwl(
     if batches is None:
         batches = block_batches(X, y, blocks)
     for g, (which, idx, Xg, yg) in enumerate(batches.groups):
-        wb = None if weights is None else weights[idx]
+        wb = group_weights[g] if group_weights is not None else None if weights is None else weights[idx]
         Nb, Db, vb = _fwl_batch(Xg, yg, j, wb, None if wb is None else batches.work(g))
         N[which], D[which], valid[which] = Nb, Db, vb
     return BlockStats(N=N, D=D, valid=valid, sizes=batches.sizes)

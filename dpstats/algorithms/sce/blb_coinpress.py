@@ -80,11 +80,20 @@ def blb_subset_estimates(
     est = np.full((r, k), np.nan)
     # the subsets' rows are gathered once for all resamples
     batches = block_batches(X, y, blocks)
+    sizes = batches.sizes
+    # runs of consecutive subsets of one size: one multinomial call with ``size`` = the run's length draws
+    # the same numbers, in the same order, as one call per subset
+    cuts = [0, *(np.flatnonzero(sizes[1:] != sizes[:-1]) + 1).tolist(), k]
+    runs = [(a, b, int(sizes[a])) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    # each group of ``batches`` holds the subsets of one size in increasing order: its weights are the
+    # draws of that size's runs, concatenated in subset order
+    group_of = {int(sizes[which[0]]): g for g, (which, _, _, _) in enumerate(batches.groups)}
     for s in range(r):
-        w = np.zeros(n)
-        for idx in blocks:
-            w[idx] = rng.multinomial(n, np.full(idx.size, 1.0 / idx.size))
-        bs = block_fwl(X, y, j, blocks, weights=w, batches=batches)
+        draws: list[list[np.ndarray]] = [[] for _ in batches.groups]
+        for a, b, m in runs:
+            draws[group_of[m]].append(rng.multinomial(n, np.full(m, 1.0 / m), size=b - a))
+        gw = [np.concatenate(dg).astype(float) for dg in draws]
+        bs = block_fwl(X, y, j, blocks, batches=batches, group_weights=gw)
         est[s, bs.valid] = bs.N[bs.valid] / bs.D[bs.valid]
     ok = np.sum(np.isfinite(est), axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -255,6 +255,32 @@ def test_blb_declines_without_two_subsets():
     assert isinstance(out, Decline) and out.epsilon == 0.0
 
 
+def test_blb_subset_estimates_match_one_draw_per_subset():
+    """Batched resampling draws the numbers of one multinomial call per subset, in subset order."""
+    from dpstats.algorithms.sce._utils import block_fwl
+    from dpstats.algorithms.sce.blb_coinpress import blb_subset_estimates
+
+    rng = np.random.default_rng(5)
+    n, d, j, r = 467, 4, 1, 6
+    X = np.column_stack([np.ones(n), rng.standard_normal((n, d - 1))])
+    X[:, 3] = rng.integers(0, 2, n)
+    y = X @ np.arange(1.0, d + 1.0) + rng.standard_normal(n)
+    # subsets of five sizes, not in size order
+    perm = rng.permutation(n)
+    blocks = np.split(perm, [40, 80, 121, 161, 201, 240, 280, 321, 400])
+    mean, var = blb_subset_estimates(X, y, j, blocks, r, np.random.default_rng(11))
+    ref_rng = np.random.default_rng(11)
+    est = np.full((r, len(blocks)), np.nan)
+    for s in range(r):
+        w = np.zeros(n)
+        for idx in blocks:
+            w[idx] = ref_rng.multinomial(n, np.full(idx.size, 1.0 / idx.size))
+        bs = block_fwl(X, y, j, blocks, weights=w)
+        est[s, bs.valid] = bs.N[bs.valid] / bs.D[bs.valid]
+    assert np.isfinite(est).all()
+    assert np.array_equal(mean, np.nanmean(est, axis=0)) and np.array_equal(var, np.nanvar(est, axis=0, ddof=1))
+
+
 # --------------------------------------------------------------------------
 # real corpus instances
 # --------------------------------------------------------------------------
