@@ -20,6 +20,7 @@ from dpstats.algorithms.sce._within import (
     ClippedDiffNorm,
     ClippedDiffProducts,
     WithinCells,
+    _sum_rows,
     within_cells,
 )
 
@@ -92,3 +93,13 @@ def test_pair_statistics_are_those_of_the_plain_callables(seed):
     for part in cells.by_level_group(3):
         if part.cells:
             assert np.array_equal(part.weighted_sums(prod), part.weighted_sums(lambda i, j: prod(i, j)))
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 5, 7, 8, 9, 17])
+def test_row_helpers_are_numpy_bit_for_bit(p):
+    """The blocked row sums equal ``np.add.reduce`` along the rows (so the norms are ``np.linalg.norm``'s)."""
+    rng = np.random.default_rng(p)
+    N = 3 * 4096 + 77  # several blocks and a short one
+    D = rng.standard_normal((N, p)) * np.exp(rng.uniform(-30.0, 30.0, (N, p)))
+    assert np.array_equal(np.sqrt(_sum_rows(D * D, np.empty(N))), np.linalg.norm(D, axis=1))
+    assert np.array_equal(_sum_rows(D, np.empty(N)), np.add.reduce(D, axis=1))
