@@ -221,9 +221,11 @@ class WithinCells:
             a = r0[piece] + (np.arange(piece.size) - np.repeat(np.cumsum(na) - na, na))
             ms = m[piece]
             lens = ms - 1 - a
-            starts = np.repeat(np.cumsum(lens) - lens, lens)
-            ai = np.repeat(off[piece] + a, lens)
-            yield ai, ai + 1 + (np.arange(starts.size) - starts), np.repeat(1.0 / ms, lens)
+            pos = off[piece] + a
+            # pair t of the chunk, the k-th of row pos, pairs it with pos + 1 + k, where k = t - (pairs of the
+            # earlier rows): one offset per row, repeated, plus t
+            shift = pos + 1 - (np.cumsum(lens) - lens)
+            yield np.repeat(pos, lens), np.arange(int(lens.sum())) + np.repeat(shift, lens), np.repeat(1.0 / ms, lens)
 
     def pairs(self, chunk: int = 1 << 20) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Chunks ``(i, j, w)`` of all within-cell pairs ``i < j`` and their weights ``1 / n_cell``."""
