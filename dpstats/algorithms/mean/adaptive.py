@@ -232,7 +232,7 @@ def point_guard(out: Release, center: np.ndarray, half: np.ndarray, find: np.nda
         With the guarded estimate, the details ``guard`` (which columns were
         replaced: a function of released values and public facts), and, when
         the release carries a standard error, an infinite one for every
-        column replaced by rules 2 and 3 (the release says nothing about
+        column replaced by rules 2, 3 and 3b (the release says nothing about
         those columns) and the shift of rule 4 added to ``bias_bound``.
     """
     est = np.asarray(out.estimate, dtype=float).copy()
