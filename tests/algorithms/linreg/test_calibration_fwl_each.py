@@ -215,9 +215,14 @@ def test_shared_stage_1_is_paid_once_and_stage_2_split(iid, eps, seed):
     rho = zcdp_rho(eps, DELTA)
     slopes = [c for c in facts.columns if c != "Intercept"]
     k, d = len(slopes), len(facts.columns)
-    stage1, spent = 0.0, {}
+    stage1, spent, refined = 0.0, {}, []
     for e in out.ledger:
         # stage 1's entries (some name a column of their own); stage 2's end with their slope's part label
+        if e.mechanism.startswith("grid median, refined"):
+            # a refined location (a column far from 0) is charged on top of stage 1's share, at the location's
+            # epsilon; the slopes share what is left
+            refined.append(e)
+            continue
         if e.mechanism.startswith(("grid median", "grid quantile (row norm)", "Gaussian Gram")):
             stage1 += e.cost
             continue
@@ -227,8 +232,12 @@ def test_shared_stage_1_is_paid_once_and_stage_2_split(iid, eps, seed):
     # docs (fwl_score): 25 % for the locations, scales and row bound; the Gram 40 % times min(1, (d - 1) / 4)
     share1 = 0.25 + 0.4 * min(1.0, (d - 1) / 4.0)
     assert stage1 == pytest.approx(share1 * rho, rel=1e-9)
+    costs = {e.mechanism: e.cost for e in out.ledger}
+    for e in refined:
+        assert e.cost == pytest.approx(costs[e.mechanism.replace("grid median, refined", "grid median")], rel=1e-9)
+    extra = sum(e.cost for e in refined)
     assert sorted(spent) == sorted(slopes)
     for name in slopes:
-        assert spent[name] == pytest.approx((1.0 - share1) * rho / k, rel=1e-9), name
+        assert spent[name] == pytest.approx(((1.0 - share1) * rho - extra) / k, rel=1e-9), name
     # one Gram for all the slopes
     assert sum(e.mechanism.startswith("Gaussian Gram") for e in out.ledger) == 1

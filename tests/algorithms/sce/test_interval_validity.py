@@ -190,14 +190,15 @@ def test_hmda_sw_full_binary_regressor_gets_a_finite_interval_that_covers():
 
 
 def test_clip_quantiles_on_the_plausible_range_rescue_failed_scales():
-    """At epsilon 1 the ``|u|`` clip of star_g1 draw 3 and nsw_cps_raw draw 1 landed outside [1e-3, 1e3].
+    """At epsilon 1 the ``|u|`` clip of nsw_cps_raw draws 1 and 23 landed outside [1e-3, 1e3].
 
     On the full grid [1e-10, 1e10] the cells outside the plausible range, where a clip fails the
     standardisation anyway, held most of the exponential mechanism's mass at the small budget of the
     clip quantiles; the release was 0 with an infinite interval ("failed standardisation (scales)").
     On the plausible range (``plaus_grid``) both intervals are finite and cover.
     """
-    for iid, seed in (("star_g1", 3), ("nsw_cps_raw", 1)):
+    # (star_g1 draw 3 was the other case until fwl_score's refined location changed its stage-2 budget)
+    for iid, seed in (("nsw_cps_raw", 1), ("nsw_cps_raw", 23)):
         truth, ((lo, hi, check),) = _intervals(iid, 1.0, [seed])
         assert check == "ok" and lo <= truth <= hi, (iid, lo, hi, check)
         _, ((lo, hi, check),) = _intervals(iid, 1.0, [seed], plaus_grid=False)
