@@ -271,14 +271,19 @@ def _warn_bounds(inst: Any, user_bounds: Mapping[str, tuple[float, float]]) -> N
         )
 
 
-def _check_weights(task: str, weights: Any, params: Mapping[str, Any], df: pd.DataFrame) -> str | None:
-    """The column of analytic weights (weighted least squares), checked; ``None`` without weights."""
+def _check_weights(task: str, weights: Any, params: dict[str, Any], df: pd.DataFrame) -> str | None:
+    """The column of analytic weights (weighted least squares), checked; ``None`` without weights.
+
+    ``private_mean`` has no ``weights`` argument: ``weights=None`` among its keywords is dropped, any other
+    value is an error naming ``weights``.
+    """
     if task == "mean":
-        if "weights" in params:
+        if params.get("weights") is not None:
             raise ValueError(
                 "weights: private_mean has no weighted mean. For the weighted mean of one column y, "
                 "private_coef(data, 'y ~ 1', 'Intercept', epsilon=..., weights='w') estimates it by weighted "
                 "least squares (the coefficient of the constant)")
+        params.pop("weights", None)
         return None
     if weights is None:
         return None
