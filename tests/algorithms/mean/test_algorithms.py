@@ -601,7 +601,7 @@ def test_point_guard_min_is_a_public_threshold(public_corpus):
 
 def test_point_guard_clamp_never_moves_away_from_the_clipped_mean():
     """Clamping to the released box is a projection onto a box that holds the clipped mean: no coordinate moves away."""
-    from dpstats.algorithms.mean.adaptive import point_guard
+    from dpstats.algorithms.mean._guard import point_guard
 
     rng = np.random.default_rng(44)
     center, half = np.array([0.0, 10.0, 5.0]), np.array([1.0, 2.0, 0.0])
