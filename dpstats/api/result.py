@@ -22,6 +22,7 @@ import pandas as pd
 
 from dpstats.algorithms import get as get_algorithm
 from dpstats.algorithms.base import INTERPRETATIONS, NO_INTERVAL, Algorithm, Decline, Release
+from dpstats.api.interpretation import interpretation_text
 from dpstats.api.methods import INFERENCE_METHODS
 from dpstats.api.words import (
     _TASK_TITLES,
@@ -30,7 +31,6 @@ from dpstats.api.words import (
     _fallback_remedy,
     _fmt,
     _infinite_cause,
-    _promise,
 )
 
 
@@ -614,87 +614,7 @@ class PrivateResult:
         -------
         str
         """
-        paras = [_promise(float(self.epsilon), float(self.delta), self.n, self.interpretation_class, self.method)]
-        ub = self._user_bounds()
-        assumed = (
-            f"The method treated as public, without spending privacy: the number of rows (n = {self.n}), "
-            f"the number of columns (d = {self.d}), the names of the variables"
-        )
-        if self.task != "mean" and self.weights:
-            assumed += (", the model formula and the name of the weights column; the weights themselves are "
-                        "private: the method saw each row multiplied by the square root of its weight, so no "
-                        "range of a column (not even the intercept's or a dummy's) was taken as public")
-        elif self.task != "mean":
-            assumed += ", the model formula, that the intercept is 1 and that dummy columns are 0 or 1"
-        if ub:
-            assumed += ", and the ranges you declared (" + "; ".join(
-                f"{k} in [{_fmt(lo)}, {_fmt(hi)}]" for k, (lo, hi) in ub.items()) + "). "
-            assumed += "Values outside a declared range were clipped to it, which can bias the estimate."
-        else:
-            assumed += ". You declared no ranges, so the method spent part of the budget finding the scale of the data."
-        if self.levels:
-            assumed += (" The levels you declared (" + "; ".join(
-                f"{k} in {{{', '.join(str(v) for v in lv)}}}" for k, lv in self.levels.items())
-                + ") fix the dummy columns, whatever levels the data hold.")
-        if self.levels_from_data:
-            assumed += (" The levels of " + ", ".join(self.levels_from_data) + " were read from the data: which "
-                        "levels are present, and which dummy columns were dropped as empty or collinear, are "
-                        "treated as public without spending privacy (declare them with levels= to avoid this).")
-        assumed += " Which rows have missing values is also treated as public (those rows were dropped)."
-        paras.append(assumed)
-        if self.seeded:
-            paras.append("This release was made with a fixed seed, so its noise is a known function of the seed: "
-                         "whoever knows the seed and the other rows can remove the noise and recover a person's "
-                         "values. Such a release is for teaching and tests only; publish only a release made "
-                         "without a seed.")
-        if self.declined and not self.ledger:
-            paras.append("Nothing was released. The decline follows a public rule (on n, the number of released "
-                         "quantities and epsilon): it reveals nothing about the data, and no budget was spent.")
-        elif self.declined:
-            paras.append("Nothing was released. The decline itself was computed within the same budget.")
-        else:
-            fresh = "" if self.seeded else ", and the noise is drawn afresh from the operating system at every call"
-            fb = self._fallback_set()
-            if fb:
-                one = len(fb) == 1
-                paras.append(
-                    f"{self._fallback_subject()} not estimated: {'it is' if one else 'they are'} what the method "
-                    f"releases when it cannot estimate {'it' if one else 'them'}, so do not report "
-                    f"{'it' if one else 'them'} as {'an estimate' if one else 'estimates'}.")
-            if len(fb) < len(self.terms):
-                paras.append(
-                    "The released number is the estimate plus deliberate random noise: it is not the non-private "
-                    f"estimate{fresh}. Running again and averaging or choosing among the results spends the budget "
-                    "again each time (the epsilons add up), so publish one release."
-                )
-            else:
-                paras.append("Running again draws fresh noise and spends the budget again each time (the epsilons "
-                             "add up).")
-        what = "mean" if self.task == "mean" else "coefficient"
-        fb = self._fallback_set()
-        if self.has_interval and fb:
-            paras.append(f"The release carries the method's standard error and interval for "
-                         f"{', '.join(fb)}, but {'that value was' if len(fb) == 1 else 'those values were'} not "
-                         f"estimated (a fallback), so they are not a confidence interval for the population {what}"
-                         f"{'' if len(fb) == 1 else 's'}: "
-                         "do not publish them as one.")
-        if self.has_interval and len(fb) < len(self.terms):
-            para = (f"The standard error and the confidence interval are for the population {what}, not for the "
-                    f"non-private estimate on these rows: they cover {self._covers()}. "
-                    "They are computed from the released statistics and the public facts only, within the same budget.")
-            if self._cluster_robust():
-                pass
-            elif self.task != "mean" and self._robust():
-                para += (" If the study reports clustered standard errors, this interval does not account for "
-                         "clustering and may be too narrow.")
-            elif self.task != "mean":
-                para += (" If the study reports heteroskedasticity-robust or clustered standard errors, this interval "
-                         "accounts only for classical sampling error and may be too narrow.")
-            paras.append(para)
-        reason = self.uninformative_reason
-        if reason is not None:
-            paras.append(f"Uninformative: {reason}")
-        return "\n\n".join(paras)
+        return interpretation_text(self)
 
     def __repr__(self) -> str:
         if self.declined:
