@@ -385,16 +385,16 @@ def private_location_scale(
     perm = rng.permutation(w.size)
     diff = np.abs(w[perm[0 : w.size - 1 : 2]] - w[perm[1 : w.size : 2]])
     diff = diff[diff > 0]
+    sc_eps = epsilon if scale_epsilon is None else scale_epsilon
+    sgrid = positive_grid()
     _, scale = private_grid_cell(
-        diff, positive_grid(), epsilon if scale_epsilon is None else scale_epsilon, rng, acc=acc,
-        mechanism=f"grid median of non-zero pair differences ({label})", q=0.5,
+        diff, sgrid, sc_eps, rng, acc=acc, mechanism=f"grid median of non-zero pair differences ({label})", q=0.5,
     )
     lo_cell, hi_cell = float(grid[max(j - 1, 0)]), float(grid[min(j + 1, grid.size - 1)])
-    sc_eps = epsilon if scale_epsilon is None else scale_epsilon
     # only where the scale's median is reliable (a public rule on n and its epsilon: about n/2 differences, at
     # least twice the log of its grid's size in units of 8 / epsilon), so that a failed scale, far too small,
     # does not send the location to a grid of the wrong step
-    reliable = w.size * sc_eps >= REFINE_MIN_NEPS * math.log(positive_grid().size)
+    reliable = w.size * sc_eps >= REFINE_MIN_NEPS * math.log(sgrid.size)
     if reliable and hi_cell - lo_cell > REFINE_CELLS * scale:
         # the geometric grid's cells around the location are wider than a few scales (a column far from 0
         # relative to its spread, as a calendar year): the centred column would lie many scales from 0 and be
