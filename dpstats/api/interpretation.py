@@ -7,18 +7,19 @@ fields only.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from dpstats.api.words import _fmt, _promise
-
-if TYPE_CHECKING:
-    from dpstats.api.result import PrivateResult
 
 __all__ = ["interpretation_text"]
 
 
-def interpretation_text(res: PrivateResult) -> str:
-    """The paragraphs of :meth:`PrivateResult.interpretation <dpstats.api.result.PrivateResult.interpretation>`."""
+def interpretation_text(res: Any) -> str:
+    """The paragraphs of :meth:`PrivateResult.interpretation <dpstats.api.result.PrivateResult.interpretation>`.
+
+    ``res`` is the :class:`~dpstats.api.result.PrivateResult` (untyped here: this module is imported by that
+    one, and the import graph has no cycle).
+    """
     paras = [_promise(float(res.epsilon), float(res.delta), res.n, res.interpretation_class, res.method)]
     ub = res._user_bounds()
     assumed = (
