@@ -163,7 +163,10 @@ def plot_trials(rows: Sequence[tuple[str, Sequence[float], Sequence[float]]], st
     fail_x = hi * band ** 0.5
     eps_all = sorted({float(e) for _, es, _ in rows for e in es})
     colors = {e: COLORS[k % len(COLORS)] for k, e in enumerate(eps_all)}
-    seen: set[float] = set()
+    # the points of one ε, over all rows, go into one collection: rows lie a unit apart and the markers of
+    # different rows never overlap, so the picture is that of one collection per row and ε, drawn faster
+    xs: dict[float, list[np.ndarray]] = {e: [] for e in eps_all}
+    ys: dict[float, list[np.ndarray]] = {e: [] for e in eps_all}
     for y, (_label, eps_seq, ratios) in enumerate(rows):
         eps = np.asarray(eps_seq, dtype=float)
         r = np.asarray(ratios, dtype=float)
@@ -174,9 +177,12 @@ def plot_trials(rows: Sequence[tuple[str, Sequence[float], Sequence[float]]], st
             bad = ~np.isfinite(x)
             if bad.any():  # failures spread over the grey band so that their count shows
                 x[bad] = np.geomspace(hi, hi * band, int(bad.sum()) + 2)[1:-1]
-            ax.scatter(x, np.full(x.shape, y + off), s=12, color=colors[e], marker="o", alpha=0.75,
-                       label=f"ε = {e:g}" if e not in seen else None, linewidths=0)
-            seen.add(e)
+            xs[e].append(x)
+            ys[e].append(np.full(x.shape, y + off))
+    seen = [e for e in eps_all if xs[e]]
+    for e in seen:
+        ax.scatter(np.concatenate(xs[e]), np.concatenate(ys[e]), s=12, color=colors[e], marker="o", alpha=0.75,
+                   label=f"ε = {e:g}", linewidths=0)
     ax.axvspan(hi, hi * band, color="#eeeeee", zorder=0)
     ax.text(fail_x, -0.6, "failed", ha="center", va="center", fontsize=7, color="#555555")
     _log_axis(ax)
