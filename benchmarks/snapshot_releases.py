@@ -3,14 +3,17 @@
 A refactor that must not change a number (moving code, routing noise through the
 accountant's charging calls) is checked by snapshotting before and after::
 
-    python benchmarks/snapshot_releases.py write before.json [--task sce linreg mean]
-    python benchmarks/snapshot_releases.py compare before.json after.json
+    python benchmarks/snapshot_releases.py write before.json [--task sce linreg mean] [--algorithm A ...] [--instance I ...]
+    python benchmarks/snapshot_releases.py compare before.json after.json [--rtol 1e-12]
 
 Each release (every roster entry, :func:`dpstats.algorithms.list_configurations`:
 the registered algorithms and the named configurations such as ``fwl_score[api]``,
 on a few public instances, at three epsilons and three seeds) is kept as the
 float.hex of its estimate, or its decline reason, with the costs of its ledger.
-``compare`` exits 1 on any difference.
+``compare`` exits 1 on any difference; with ``--rtol`` (for a faster
+formulation that changes only the last digits) it prints the largest relative
+difference of the estimates and exits 1 only on a larger one, a different
+decline or different ledger costs.
 Run ``write`` with ``PYTHONPATH`` at the tree to snapshot.
 """
 from __future__ import annotations
@@ -30,15 +33,19 @@ EPS = (0.3, 1.0, 10.0)
 SEEDS = (0, 1, 2)
 
 
-def write(out: str, tasks: list[str]) -> None:
+def write(out: str, tasks: list[str], algorithms: list[str] | None = None,
+          instances: list[str] | None = None) -> None:
     from dpstats.data.corpus import Corpus
     from dpstats.algorithms import list_configurations
 
     corpus = Corpus.public()
     snap = {}
     for task in tasks:
-        insts = [corpus.instance(i) for i in INSTANCES[task]]
+        names = [i for i in instances if corpus.instance(i).facts.task == task] if instances else INSTANCES[task]
+        insts = [corpus.instance(i) for i in names]
         for cfg in list_configurations(task):
+            if algorithms and cfg.name not in algorithms:
+                continue
             for inst in insts:
                 for eps in EPS:
                     for seed in SEEDS:
@@ -60,27 +67,62 @@ def write(out: str, tasks: list[str]) -> None:
     print(f"{len(snap)} releases written to {out}")
 
 
-def compare(a: str, b: str) -> int:
+def _relative(a: list[str], b: list[str]) -> float:
+    """Largest relative difference of two hex-encoded estimates (inf when their shapes or finiteness differ)."""
+    x, y = np.array([float.fromhex(v) for v in a]), np.array([float.fromhex(v) for v in b])
+    if x.shape != y.shape or not np.array_equal(np.isfinite(x), np.isfinite(y)):
+        return float("inf")
+    f = np.isfinite(x)
+    if not np.array_equal(x[~f], y[~f]):
+        return float("inf")
+    scale = np.maximum(np.abs(x[f]), np.abs(y[f]))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rel = np.where(scale > 0, np.abs(x[f] - y[f]) / scale, 0.0)
+    return float(rel.max()) if rel.size else 0.0
+
+
+def compare(a: str, b: str, rtol: float | None = None) -> int:
     A, B = json.load(open(a)), json.load(open(b))
     keys = sorted(set(A) | set(B))
-    bad = 0
+    bad = close = 0
+    worst = 0.0
     for k in keys:
         if k not in A or k not in B:
             print("only in one:", k)
             bad += 1
-        elif A[k]["estimate"] != B[k]["estimate"]:
-            print("estimate differs:", k, A[k]["estimate"], B[k]["estimate"])
-            bad += 1
         elif [c for _, c in A[k]["ledger"]] != [c for _, c in B[k]["ledger"]]:
             print("ledger costs differ:", k)
             bad += 1
-    print(f"{len(keys)} releases compared, {bad} differ")
+        elif A[k]["estimate"] != B[k]["estimate"]:
+            ea, eb = A[k]["estimate"], B[k]["estimate"]
+            rel = _relative(ea, eb) if isinstance(ea, list) and isinstance(eb, list) else float("inf")
+            if rtol is not None and rel <= rtol:
+                close += 1
+                worst = max(worst, rel)
+            else:
+                print("estimate differs:", k, ea, eb, f"(relative {rel:.3g})")
+                bad += 1
+    tail = f"; {close} differ by at most {worst:.3g} relative (--rtol {rtol:g})" if rtol is not None else ""
+    print(f"{len(keys)} releases compared, {bad} differ{tail}")
     return 1 if bad else 0
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "write":
-        tasks = sys.argv[sys.argv.index("--task") + 1:] if "--task" in sys.argv else ["sce", "linreg", "mean"]
-        write(sys.argv[2], tasks)
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Snapshot the roster's releases bit for bit, or compare two snapshots.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    w = sub.add_parser("write", help="write a snapshot of the releases")
+    w.add_argument("out")
+    w.add_argument("--task", nargs="+", default=["sce", "linreg", "mean"], choices=sorted(INSTANCES))
+    w.add_argument("--algorithm", nargs="+", help="only these roster entries (default: all)")
+    w.add_argument("--instance", nargs="+", help="these public instances instead of the default few (each in its task)")
+    c = sub.add_parser("compare", help="compare two snapshots; exit 1 on a difference")
+    c.add_argument("before")
+    c.add_argument("after")
+    c.add_argument("--rtol", type=float, help="estimates within this relative difference count as rounding")
+    args = ap.parse_args()
+    if args.command == "write":
+        write(args.out, args.task, args.algorithm, args.instance)
     else:
-        sys.exit(compare(sys.argv[2], sys.argv[3]))
+        sys.exit(compare(args.before, args.after, args.rtol))
