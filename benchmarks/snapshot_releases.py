@@ -11,7 +11,7 @@ the registered algorithms and the named configurations such as ``fwl_score[api]`
 on a few public instances, at three epsilons and three seeds) is kept as the
 float.hex of its estimate, or its decline reason, with the costs of its ledger.
 ``compare`` exits 1 on any difference; with ``--rtol`` (for a faster
-formulation that changes only the last digits) it prints the largest relative
+formulation that changes only the last digits) it prints the largest normwise relative
 difference of the estimates and exits 1 only on a larger one, a different
 decline or different ledger costs.
 Run ``write`` with ``PYTHONPATH`` at the tree to snapshot.
@@ -68,17 +68,21 @@ def write(out: str, tasks: list[str], algorithms: list[str] | None = None,
 
 
 def _relative(a: list[str], b: list[str]) -> float:
-    """Largest relative difference of two hex-encoded estimates (inf when their shapes or finiteness differ)."""
+    """Normwise relative difference of two hex-encoded estimates: ``max |x - y| / max(|x|, |y|)``.
+
+    Infinite when their shapes, their non-finite entries or their signs of zero-ness differ.
+    """
     x, y = np.array([float.fromhex(v) for v in a]), np.array([float.fromhex(v) for v in b])
     if x.shape != y.shape or not np.array_equal(np.isfinite(x), np.isfinite(y)):
         return float("inf")
     f = np.isfinite(x)
     if not np.array_equal(x[~f], y[~f]):
         return float("inf")
-    scale = np.maximum(np.abs(x[f]), np.abs(y[f]))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rel = np.where(scale > 0, np.abs(x[f] - y[f]) / scale, 0.0)
-    return float(rel.max()) if rel.size else 0.0
+    if not f.any():
+        return 0.0
+    scale = max(float(np.max(np.abs(x[f]))), float(np.max(np.abs(y[f]))))
+    diff = float(np.max(np.abs(x[f] - y[f])))
+    return 0.0 if diff == 0.0 else (diff / scale if scale > 0 else float("inf"))
 
 
 def compare(a: str, b: str, rtol: float | None = None) -> int:

@@ -194,10 +194,16 @@ def block_ols(X: np.ndarray, y: np.ndarray, blocks: np.ndarray, rtol: float = 1e
 
     Notes
     -----
-    Computed from each block's Gram matrix with ``eigh`` rather than with a
-    per-block ``lstsq``: many small multithreaded LAPACK calls are very slow
-    on a loaded machine, one batched product and small symmetric
-    eigendecompositions are not.
+    Computed from each block's Gram matrix rather than with a per-block
+    ``lstsq``: many small multithreaded LAPACK calls are very slow on a
+    loaded machine, one batched product and small symmetric factorisations
+    are not. A column that is zero in a block (a dummy whose level the block
+    lacks) has coefficient 0 in the minimum-norm solution and is not
+    identified; the other columns' Gram matrix then decides by its
+    eigenvalues: of full rank (every eigenvalue above the tolerance), it is
+    solved by a Cholesky factorisation; otherwise the whole block is solved
+    by its eigenvectors. Both give the minimum-norm solution; they differ
+    only by rounding, amplified at most by the block's condition number.
     """
     Xb = X[blocks]
     G = np.matmul(Xb.transpose(0, 2, 1), Xb)
@@ -205,7 +211,18 @@ def block_ols(X: np.ndarray, y: np.ndarray, blocks: np.ndarray, rtol: float = 1e
     m, d = r.shape
     coef = np.empty((m, d))
     unident = np.zeros((m, d), dtype=bool)
+    live = np.einsum("gii->gi", G) > 0  # columns not identically zero in the block
     for i in range(m):
+        nz = live[i]
+        Gi = G[i] if nz.all() else G[i][np.ix_(nz, nz)]
+        if Gi.size:
+            w = linalg.eigvalsh(Gi, check_finite=False)
+            if w[0] > rtol * max(w[-1], 1e-300):
+                coef[i] = 0.0
+                coef[i, nz] = linalg.cho_solve(linalg.cho_factor(Gi, check_finite=False), r[i, nz],
+                                               check_finite=False)
+                unident[i] = ~nz
+                continue
         w, V = linalg.eigh(G[i])
         keep = w > rtol * max(w[-1], 1e-300)
         coef[i] = V[:, keep] @ ((V[:, keep].T @ r[i]) / w[keep])
