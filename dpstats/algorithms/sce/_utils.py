@@ -131,7 +131,11 @@ def _fwl_batch(Xb: np.ndarray, yb: np.ndarray, j: int, wb: np.ndarray | None,
     Works from each block's cross-products ``X'X`` and ``X'y``: with ``Z`` the
     columns other than ``j`` (scaled to unit norm for conditioning; the
     projection is invariant to column scaling), ``gamma = (Z'Z)^+ Z'x``,
-    ``D = x'x - gamma' Z'x`` and ``N = x'y - gamma' Z'y``. With weights
+    ``D = x'x - gamma' Z'x`` and ``N = x'y - gamma' Z'y``. The
+    pseudo-inverse drops eigenvalues below ``EIG_RTOL`` times the largest;
+    a block with none to drop (once its zero columns are set aside) is
+    solved by a linear solve instead of an eigendecomposition, which agrees
+    with it to rounding. With weights
     ``wb`` the weighted rows go to ``work`` when given (a C-contiguous
     array of ``Xb``'s shape, overwritten).
     """
@@ -154,13 +158,29 @@ def _fwl_batch(Xb: np.ndarray, yb: np.ndarray, j: int, wb: np.ndarray | None,
         np.divide(Gzz, np.multiply(norms[:, :, None], norms[:, None, :]), out=Gzz)
         bx = np.delete(G[:, :, j], j, axis=1) / norms
         by = np.delete(c, j, axis=1) / norms
-        w, V = np.linalg.eigh(Gzz)
-        wmax = np.maximum(w[:, -1:], 1e-300)
-        inv = np.where(w > EIG_RTOL * wmax, 1.0 / np.where(w > 0, w, 1.0), 0.0)
-        vbx = np.einsum("gpq,gp->gq", V, bx)
-        vby = np.einsum("gpq,gp->gq", V, by)
-        D = xx - np.einsum("gq,gq,gq->g", vbx, inv, vbx)
-        N = xy - np.einsum("gq,gq,gq->g", vbx, inv, vby)
+        # a control that is zero in a block (a dummy whose level the block lacks) has a zero row and column
+        # in Gzz and zeros in bx, by; a unit diagonal entry in its place leaves the projection as it is and
+        # the largest eigenvalue too (at least 1 with a unit diagonal). Blocks whose matrix is then of full
+        # rank by the eigenvalue rule are solved directly; the others by the pseudo-inverse
+        gi, ki = np.nonzero(np.diagonal(Gzz, axis1=1, axis2=2) == 0)
+        Gzz[gi, ki, ki] = 1.0
+        lam = np.linalg.eigvalsh(Gzz)
+        full = lam[:, 0] > EIG_RTOL * np.maximum(lam[:, -1], 1e-300)
+        D, N = np.empty(g), np.empty(g)
+        if full.any():
+            sol = np.linalg.solve(Gzz[full], np.stack([bx[full], by[full]], axis=-1))
+            D[full] = xx[full] - np.einsum("gq,gq->g", bx[full], sol[:, :, 0])
+            N[full] = xy[full] - np.einsum("gq,gq->g", bx[full], sol[:, :, 1])
+        if not full.all():
+            rest = ~full
+            Gzz[gi, ki, ki] = 0.0  # the pseudo-inverse of the block as it is
+            w, V = np.linalg.eigh(Gzz[rest])
+            wmax = np.maximum(w[:, -1:], 1e-300)
+            inv = np.where(w > EIG_RTOL * wmax, 1.0 / np.where(w > 0, w, 1.0), 0.0)
+            vbx = np.einsum("gpq,gp->gq", V, bx[rest])
+            vby = np.einsum("gpq,gp->gq", V, by[rest])
+            D[rest] = xx[rest] - np.einsum("gq,gq,gq->g", vbx, inv, vbx)
+            N[rest] = xy[rest] - np.einsum("gq,gq,gq->g", vbx, inv, vby)
     valid = D > VALID_RTOL * np.maximum(xx, 1e-300)  # noqa: SIM300 (D is an array, not a constant)
     valid &= np.isfinite(N) & np.isfinite(D)
     N = np.where(valid, N, 0.0)

@@ -171,6 +171,24 @@ def test_block_fwl_matches_block_ols_and_handles_singular_blocks():
     assert bs3.valid[1] and np.isclose(bs3.N[1] / bs3.D[1], beta[1])
 
 
+def test_block_fwl_on_each_kind_of_block():
+    # full rank; zero controls only (a direct solve); a duplicated control (the pseudo-inverse); both
+    rng = np.random.default_rng(9)
+    X, y = _design(240, rng)
+    X = np.column_stack([X, rng.normal(size=240)])
+    blocks = random_blocks(240, 4, rng)
+    X[blocks[1], 3] = 0.0
+    X[blocks[1], 4] = 0.0
+    X[blocks[2], 5] = X[blocks[2], 2]
+    X[blocks[3], 4] = 0.0
+    X[blocks[3], 5] = 2.0 * X[blocks[3], 0]
+    bs = block_fwl(X, y, 1, blocks)
+    for b, idx in enumerate(blocks):
+        beta = np.linalg.lstsq(X[idx], y[idx], rcond=None)[0]
+        assert bs.valid[b]
+        assert np.isclose(bs.N[b] / bs.D[b], beta[1], rtol=1e-9, atol=1e-9)
+
+
 def test_replacing_one_row_changes_only_its_block():
     rng = np.random.default_rng(5)
     X, y = _design(40, rng)
