@@ -13,7 +13,9 @@ regressor (A), a rare 0/1 regressor without declared bounds (B; ``--bounds``
 declares (0, 1) for it), a regressor nearly collinear with a control (C),
 heteroskedastic errors (D), heavy-tailed errors (E), a few extreme
 regressor values (G), a regressor far from 0 relative to its spread (H),
-fifteen controls (I) and a 50-level fixed effect (J).
+fifteen controls (I), a 50-level fixed effect (J) and survey weights that
+move the population slope away from the sample's (W: two strata; V:
+lognormal weights; both with ``weights=``).
 
 Usage::
 
@@ -101,6 +103,26 @@ def fixed_effect(r: np.random.Generator) -> tuple[pd.DataFrame, str, float]:
     return pd.DataFrame({"y": 1.5 * x + a[g] + r.normal(size=n), "x": x, "g": g}), "y ~ x + C(g)", 1.5
 
 
+def survey_weights(r: np.random.Generator) -> tuple[pd.DataFrame, str, float]:
+    # two strata with different slopes (0.5 in 70 % of the population, 1.0 in 30 %), sampled half and half;
+    # the weights (population share over sample share) recover the population slope 0.65, unweighted 0.75
+    n = 2000
+    b = np.arange(n) >= n // 2
+    x = r.normal(size=n)
+    y = 1.0 + np.where(b, 1.0, 0.5) * x + r.normal(size=n)
+    return pd.DataFrame({"y": y, "x": x, "w": np.where(b, 0.6, 1.4)}), "y ~ x", 0.65
+
+
+def lognormal_weights(r: np.random.Generator) -> tuple[pd.DataFrame, str, float]:
+    # weights exp(N(0, 1)) (the largest about 30 times the median), the slope 1.0 where the weight is above
+    # its median and 0.5 below: the weighted population slope is 0.5 + 0.5 Phi(1) = 0.9207, unweighted 0.75
+    n = 2000
+    lw = r.normal(size=n)
+    x = r.normal(size=n)
+    y = 1.0 + np.where(lw > 0, 1.0, 0.5) * x + r.normal(size=n)
+    return pd.DataFrame({"y": y, "x": x, "w": np.exp(lw)}), "y ~ x", 0.5 + 0.5 * 0.8413447460685429
+
+
 DESIGNS: dict[str, tuple[str, Design]] = {
     "A": ("lognormal(0, 1.5) regressor, n = 2,000", heavy_x),
     "B": ("0/1 regressor with 2 % ones, 3 controls, n = 5,000", rare_binary),
@@ -111,6 +133,8 @@ DESIGNS: dict[str, tuple[str, Design]] = {
     "H": ("regressor 10^4 + N(0, 1), n = 2,000", offset_x),
     "I": ("15 controls, n = 3,000", many_controls),
     "J": ("50-level fixed effect, n = 4,000", fixed_effect),
+    "W": ("survey weights 1.4 and 0.6, slopes 0.5 and 1.0 by stratum, n = 2,000", survey_weights),
+    "V": ("weights exp(N(0, 1)), slope 1.0 above the median weight and 0.5 below, n = 2,000", lognormal_weights),
 }
 
 
@@ -124,6 +148,8 @@ def run(design: str, epsilon: float, draws: int, bounds: bool) -> dict[str, floa
         kw: dict = {"levels": {"g": list(range(50))}} if design == "J" else {}
         if bounds and design == "B":
             kw["bounds"] = {"x": (0.0, 1.0)}
+        if design in ("W", "V"):
+            kw["weights"] = "w"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = dpstats.private_coef(df, formula, "x", epsilon=epsilon, seed=s, **kw)
@@ -131,7 +157,8 @@ def run(design: str, epsilon: float, draws: int, bounds: bool) -> dict[str, floa
         if not (np.isfinite(lo) and np.isfinite(hi)):
             continue
         finite += 1
-        se = float(smf.ols(formula, df).fit(cov_type="HC0").bse["x"])
+        fit = smf.wls(formula, df, weights=df["w"]) if design in ("W", "V") else smf.ols(formula, df)
+        se = float(fit.fit(cov_type="HC0").bse["x"])
         widths.append((hi - lo) / (2 * 1.959964 * se))
         if lo <= truth <= hi:
             covered += 1
