@@ -45,7 +45,10 @@ stored non-private interval, ``(np_high - np_low) / (2 q)``, with the quantile
 (:func:`nonprivate_quantile`; exact for every SE type when the study's SE is
 known, :func:`attach_study_se`). :func:`coverage_table` adds per group the
 worst instance, the share of instances below :data:`INSTANCE_FLOOR` and the
-total of confident misses.
+total of confident misses. A finite interval narrower than the non-private
+one that misses by more than :data:`NARROW_MISS_SE` SEs (a *narrow miss*)
+claims more precision than the data hold without being a confident miss by
+the 10-SE rule; both tables count those too.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ __all__ = [
     "RESAMPLE_FAILED",
     "COVERAGE_TOLERANCE",
     "CONFIDENT_MISS_SE",
+    "NARROW_MISS_SE",
     "INSTANCE_FLOOR",
     "COVERAGE_COLUMNS",
     "INSTANCE_COLUMNS",
@@ -83,6 +87,10 @@ RESAMPLE_FAILED = "resample failed:"
 COVERAGE_TOLERANCE = 0.02
 #: a *confident miss*: a finite private interval that misses the truth by more than this many non-private SEs
 CONFIDENT_MISS_SE = 10.0
+#: a *narrow miss*: a finite private interval narrower than the non-private one on the same draw (in the same
+#: coordinate) that misses the truth by more than this many non-private SEs: privacy cannot make an interval
+#: more precise than the data, so it claims a precision the release does not have
+NARROW_MISS_SE = 3.0
 #: per-instance validity line: the share of a group's instances whose coverage is below it (``below_85``)
 INSTANCE_FLOOR = 0.85
 
@@ -91,7 +99,7 @@ COVERAGE_COLUMNS = (
     "task", "epsilon", "slice", "algorithm", "interpretation", "coverage", "coverage_se", "reference",
     "reference_se", "difference", "median_width_ratio", "infinite", "failed", "trials", "instances", "studies",
     "eligible", "rank", "worst_coverage", "worst_instance", "worst_reference", "below_85", "confident_misses",
-    "coordinates_below_85",
+    "coordinates_below_85", "narrow_misses",
 )
 
 #: the columns of ``coverage_instances.csv`` (:func:`instance_coverage`), in order
@@ -99,6 +107,7 @@ INSTANCE_COLUMNS = (
     "corpus", "task", "epsilon", "algorithm", "interpretation", "instance", "study", "n", "d", "se_type", "trials",
     "coverage", "coverage_se", "coverage_all", "reference", "reference_all", "difference", "median_width_ratio",
     "infinite", "failed", "confident_misses", "max_miss_se", "se_exact", "worst_coordinate", "coordinate_coverage",
+    "narrow_misses",
 )
 
 
@@ -269,8 +278,18 @@ def _miss(low: np.ndarray, high: np.ndarray, truth: np.ndarray, se: np.ndarray) 
     return float(np.max(ratio))
 
 
+def _narrow(low: np.ndarray, high: np.ndarray, np_low: np.ndarray, np_high: np.ndarray, truth: np.ndarray,
+            se: np.ndarray) -> bool:
+    """Whether some coordinate's finite interval is narrower than the non-private one and misses by > NARROW_MISS_SE."""
+    fin = np.isfinite(low) & np.isfinite(high) & np.isfinite(se) & (se > 0)
+    narrower = (high - low) < (np_high - np_low)
+    gap = np.maximum(low - truth, truth - high)
+    with np.errstate(invalid="ignore"):
+        return bool(np.any(fin & narrower & (gap > NARROW_MISS_SE * np.where(fin, se, 1.0))))
+
+
 #: the columns :func:`trial_validity` computes (a table that has them is not recomputed)
-_VALIDITY = ("covered_all", "np_covered_all", "np_quantile", "se_exact", "miss_se", "np_miss_se")
+_VALIDITY = ("covered_all", "np_covered_all", "np_quantile", "se_exact", "miss_se", "np_miss_se", "narrow_miss")
 
 
 def trial_validity(intervals: pd.DataFrame, threshold: float = CONFIDENT_MISS_SE) -> pd.DataFrame:
@@ -297,6 +316,10 @@ def trial_validity(intervals: pd.DataFrame, threshold: float = CONFIDENT_MISS_SE
         infinite interval or a failure.
     ``np_miss_se``, ``np_confident_miss``
         The same for the non-private interval.
+    ``narrow_miss``
+        Some coordinate's private interval is finite, narrower than the
+        non-private one and misses the truth by more than
+        :data:`NARROW_MISS_SE` SEs.
 
     A table that already has these columns (a result of this function) is
     returned with only the confident-miss flags recomputed for
@@ -312,6 +335,7 @@ def trial_validity(intervals: pd.DataFrame, threshold: float = CONFIDENT_MISS_SE
     exact = np.zeros(n, dtype=bool)
     miss = np.full(n, math.nan)
     np_miss = np.full(n, math.nan)
+    narrow = np.zeros(n, dtype=bool)
     col = {c: (df[c].tolist() if c in df.columns else [None] * n) for c in
            ("truth", "low", "high", "np_low", "np_high", "study_low", "study_high", "study_se", "n_draw", "se_type",
             "level")}
@@ -337,6 +361,7 @@ def trial_validity(intervals: pd.DataFrame, threshold: float = CONFIDENT_MISS_SE
         lo, hi = _vec(col["low"][i]), _vec(col["high"][i])
         if lo is not None and hi is not None and lo.size == truth.size == hi.size:
             miss[i] = _miss(lo, hi, truth, se)
+            narrow[i] = _narrow(lo, hi, nlo, nhi, truth, se)
     out = df.copy()
     cov, np_cov = out["covered"].to_numpy(dtype=float), out["np_covered"].to_numpy(dtype=float)
     out["covered_all"] = np.where(np.isnan(cov), np.nan, (cov >= 1.0 - 1e-12).astype(float))
@@ -347,6 +372,7 @@ def trial_validity(intervals: pd.DataFrame, threshold: float = CONFIDENT_MISS_SE
     out["confident_miss"] = np.nan_to_num(miss, nan=-math.inf) > threshold
     out["np_miss_se"] = np_miss
     out["np_confident_miss"] = np.nan_to_num(np_miss, nan=-math.inf) > threshold
+    out["narrow_miss"] = narrow
     return out
 
 
@@ -384,6 +410,7 @@ def _instance_rows(v: pd.DataFrame) -> pd.DataFrame:
             "max_miss_se": float(np.nanmax(ms)) if (~np.isnan(ms)).any() else math.nan,
             "se_exact": bool(g["se_exact"].to_numpy()[judged].all()) if judged.any() else False,
             "worst_coordinate": worst_k, "coordinate_coverage": worst_c,
+            "narrow_misses": int(g["narrow_miss"].sum()),
         })
     out = pd.DataFrame(rows, columns=list(INSTANCE_COLUMNS))
     if out.empty:
@@ -456,7 +483,8 @@ def instance_coverage(intervals: pd.DataFrame, threshold: float = CONFIDENT_MISS
         the coordinate covered least often; -1 when the trials hold no
         interval record) and ``coordinate_coverage`` (its coverage: an
         instance's coverage averages its coordinates, and one coordinate can
-        miss far more often than the average shows).
+        miss far more often than the average shows); ``narrow_misses`` (the
+        number of trials with :func:`trial_validity`'s ``narrow_miss``).
     """
     return _instance_rows(_usable(trial_validity(intervals, threshold)))
 
@@ -495,8 +523,10 @@ def coverage_table(intervals: pd.DataFrame, tolerance: float = COVERAGE_TOLERANC
     :data:`INSTANCE_FLOOR`), ``coordinates_below_85`` (the same share by
     each instance's least-covered coordinate, ``coordinate_coverage``; NaN
     on the ``non-private`` row) and ``confident_misses`` (the number of
-    trials with a confident miss, :func:`trial_validity`). On the
-    ``non-private`` row they describe the non-private interval.
+    trials with a confident miss, :func:`trial_validity`), ``narrow_misses``
+    (trials with a narrow miss; NA on the ``non-private`` row, the
+    yardstick of "narrower"). On the ``non-private`` row the others describe
+    the non-private interval.
 
     Returns
     -------
@@ -528,7 +558,7 @@ def coverage_table(intervals: pd.DataFrame, tolerance: float = COVERAGE_TOLERANC
                           "median_width_ratio": 1.0, "infinite": 0.0, "failed": 0.0, "trials": len(draws),
                           "instances": draws["instance"].nunique(), "studies": draws["study"].nunique(),
                           "eligible": True, **_worst(np_per.assign(reference=np_per["coverage"])),
-                          "confident_misses": int(draws["np_confident_miss"].sum())})
+                          "confident_misses": int(draws["np_confident_miss"].sum()), "narrow_misses": pd.NA})
             for (name, interp), a in s.groupby(["algorithm", "interpretation"], sort=True):
                 cov, cov_se = _summary(a, "covered")
                 r, r_se = _summary(a, "np_covered")
@@ -543,6 +573,7 @@ def coverage_table(intervals: pd.DataFrame, tolerance: float = COVERAGE_TOLERANC
                     "eligible": bool(np.isfinite(cov) and np.isfinite(r) and cov >= r - tolerance - 1e-12),
                     **_worst(per[(per["algorithm"] == name) & (per["interpretation"] == interp)]),
                     "confident_misses": int(a["confident_miss"].sum()),
+                    "narrow_misses": int(a["narrow_miss"].sum()),
                 })
             ranked = [b for b in block[1:] if b["eligible"]]
             ranked.sort(key=lambda b: (b["median_width_ratio"], b["algorithm"]))
@@ -560,6 +591,7 @@ def coverage_table(intervals: pd.DataFrame, tolerance: float = COVERAGE_TOLERANC
     if not out.empty:
         out["rank"] = out["rank"].astype("Int64")
         out["confident_misses"] = out["confident_misses"].astype("Int64")
+        out["narrow_misses"] = out["narrow_misses"].astype("Int64")
     return out
 
 

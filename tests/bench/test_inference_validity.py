@@ -285,6 +285,33 @@ def test_the_confident_miss_rule():
                       ["coordinates_below_85"].iloc[0])
 
 
+def test_the_narrow_miss_rule():
+    """A finite interval narrower than the non-private one that misses by more than 3 SEs; a wider one, a miss by
+    less, an infinite interval never; per coordinate, with that coordinate's width and SE."""
+    q = stats.t.ppf(0.975, 100)  # SE 1: the non-private interval is [-q, q], width 2q
+    np_lo, np_hi = [-q], [q]
+    rows = [
+        _row("a", "sce", [0.0], [3.5], [3.6], np_lo, np_hi, seed=0),        # narrow, 3.5 SEs off: counted
+        _row("a", "sce", [0.0], [2.5], [2.6], np_lo, np_hi, seed=1),        # narrow, 2.5 SEs: not
+        _row("a", "sce", [0.0], [3.5], [3.5 + 2.5 * q], np_lo, np_hi, seed=2),  # wider than non-private: not
+        _row("a", "sce", [0.0], [-math.inf], [math.inf], np_lo, np_hi, seed=3),
+        # the collapsed-box draw of rouse98_voucher's choiceyrs: 9.6 SEs off in an interval a tenth as wide
+        _row("b", "mean", [0.0, 0.686], [-1.0, -0.008], [1.0, 0.0214], [-1.0, 0.686 - 0.1358],
+             [1.0, 0.686 + 0.1358], se_type=None, n_draw=328, seed=0),
+        _row("b", "mean", [0.0, 0.0], [-1.0, 6.0], [1.0, 6.0 + 10.0], [-1.0, -1.0], [1.0, 1.0], se_type=None,
+             n_draw=328, seed=1),  # the second coordinate misses by far but is wider: a confident miss only
+    ]
+    v = I.trial_validity(pd.DataFrame(rows))
+    assert v["narrow_miss"].tolist() == [True, False, False, False, True, False]
+    assert v["confident_miss"].tolist() == [False, False, False, False, False, True]
+    per = I.instance_coverage(pd.DataFrame(rows)).set_index("instance")
+    assert per["narrow_misses"].to_dict() == {"a": 1, "b": 1}
+    cov = I.coverage_table(pd.DataFrame(rows))
+    all_rows = cov[cov["slice"] == "all"].set_index(["task", "algorithm"])
+    assert all_rows.loc[("sce", "m"), "narrow_misses"] == 1 and all_rows.loc[("mean", "m"), "narrow_misses"] == 1
+    assert pd.isna(all_rows.loc[("sce", "non-private"), "narrow_misses"])
+
+
 def test_a_clustered_instance_without_the_study_se_gets_a_lower_bound():
     """The normal quantile is below every t quantile: the SE is overstated, the miss understated, never counted
     wrongly; with the study's SE the quantile is the study interval's own."""

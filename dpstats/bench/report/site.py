@@ -229,7 +229,7 @@ def _worst_cell(r: Any) -> str:
 def _instance_section(pc: pd.DataFrame, corpus: str, task: str, out: Path, explored: set[str]
                       ) -> tuple[list[Path], dict[str, Any] | None]:
     """The per-instance part of a Coverage page: the figure (a panel per ε) and a table per ε, by coverage."""
-    from dpstats.bench.coverage_summary import CONFIDENT_MISS_SE, INSTANCE_FLOOR, LEVEL
+    from dpstats.bench.coverage_summary import CONFIDENT_MISS_SE, INSTANCE_FLOOR, LEVEL, NARROW_MISS_SE
 
     if pc.empty:
         return [], None
@@ -249,13 +249,15 @@ def _instance_section(pc: pd.DataFrame, corpus: str, task: str, out: Path, explo
             "difference": "" if pd.isna(r.difference) else f"{100 * r.difference:+.1f}",
             "width": _fmt(r.median_width_ratio), "infinite": _pct(r.infinite), "failed": _pct(r.failed),
             "misses": str(int(r.confident_misses)), "max_miss": _fmt(r.max_miss_se, 2) + ("" if r.se_exact or pd.isna(r.max_miss_se) else " *"),
-            "trials": str(int(r.trials)),
+            "narrow": str(int(r.narrow_misses)), "trials": str(int(r.trials)),
             "cls": "comparison" if not (r.coverage < INSTANCE_FLOOR - 1e-12 or r.confident_misses > 0
+                                         or r.narrow_misses > 0
                                          or r.coordinate_coverage < INSTANCE_FLOOR - 1e-12) else "",
         } for r in g.itertuples(index=False)]
         low = int((g["coverage"] < INSTANCE_FLOOR - 1e-12).sum())
         tables.append({"eps": _eps(eps), "table_id": f"inst-{_safe(corpus)}-eps{_eps(eps)}", "rows": rows,
                        "low": low, "pairs": len(g), "misses": int(g["confident_misses"].sum()),
+                       "narrow": int(g["narrow_misses"].sum()),
                        "inexact": bool((~g["se_exact"].astype(bool)).any())})
     stem = f"img/coverage-instances-{_safe(corpus)}-{task}"
     files = plot_instance_coverage(panels, out / stem, f"{task}: per-instance coverage of the {LEVEL:g} intervals "
@@ -267,7 +269,7 @@ def _instance_section(pc: pd.DataFrame, corpus: str, task: str, out: Path, explo
                       f"Dotted: the nominal {LEVEL:g}; dashed: the {INSTANCE_FLOOR:g} line; the lowest instances "
                       f"below it are named"}
     return files, {"figure": fig, "tables": tables, "floor": f"{100 * INSTANCE_FLOOR:g}",
-                   "threshold": f"{CONFIDENT_MISS_SE:g}"}
+                   "threshold": f"{CONFIDENT_MISS_SE:g}", "narrow_se": f"{NARROW_MISS_SE:g}"}
 
 
 def _write_inference_pages(iv: pd.DataFrame, cov: pd.DataFrame, per: pd.DataFrame, out: Path, explored: set[str],
@@ -286,7 +288,13 @@ def _inference_page_write(task: str, tasks: list[str], ct: pd.DataFrame, pt: pd.
 
     ``ct`` and ``pt`` are the task's rows of the coverage table and of the per-instance table.
     """
-    from dpstats.bench.coverage_summary import CONFIDENT_MISS_SE, COVERAGE_TOLERANCE, INSTANCE_FLOOR, LEVEL
+    from dpstats.bench.coverage_summary import (
+        CONFIDENT_MISS_SE,
+        COVERAGE_TOLERANCE,
+        INSTANCE_FLOOR,
+        LEVEL,
+        NARROW_MISS_SE,
+    )
 
     files: list[Path] = []
     sections = []
@@ -324,6 +332,7 @@ def _inference_page_write(task: str, tasks: list[str], ct: pd.DataFrame, pt: pd.
                     "trials": str(int(r.trials)), "worst": _worst_cell(r), "below": _pct(r.below_85),
                     "below_coord": _pct(r.coordinates_below_85),
                     "misses": "" if pd.isna(r.confident_misses) else str(int(r.confident_misses)),
+                    "narrow": "" if pd.isna(r.narrow_misses) else str(int(r.narrow_misses)),
                     "cls": "reference" if r.algorithm == "non-private" else ("ranked" if r.eligible else
                                                                              "comparison"),
                 } for r in g.itertuples(index=False)]
@@ -341,7 +350,8 @@ def _inference_page_write(task: str, tasks: list[str], ct: pd.DataFrame, pt: pd.
     files.append(_render(out / _inference_page(task), "inference.html", f"Coverage {task}", 0,
                          task_label=TASK_LABELS[task], task=task, sections=sections, others=others,
                          level=f"{LEVEL:g}", tolerance=f"{100 * COVERAGE_TOLERANCE:g}",
-                         floor=f"{100 * INSTANCE_FLOOR:g}", threshold=f"{CONFIDENT_MISS_SE:g}"))
+                         floor=f"{100 * INSTANCE_FLOOR:g}", threshold=f"{CONFIDENT_MISS_SE:g}",
+                         narrow_se=f"{NARROW_MISS_SE:g}"))
     return files
 
 
