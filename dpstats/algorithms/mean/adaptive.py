@@ -227,12 +227,18 @@ def beyond_ball(U: np.ndarray, center: np.ndarray, radius: float) -> float:
 
 
 def clipping_excess(X: np.ndarray, center: np.ndarray, half: np.ndarray, stretch: float, acc: ZCDPAccountant,
-                    fraction: float, rng: np.random.Generator,
-                    kstar: float = 0.5) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+                    fraction: float, rng: np.random.Generator, kstar: float = 0.5,
+                    ranged: np.ndarray | None = None) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     """Private mean of what clipping to ``center +- half`` removes, within a box ``stretch`` times wider.
 
+    Only the ``d'`` columns with a private range (``ranged``, all columns
+    when not given) and a positive half-width are measured: a column with
+    public bounds was clipped where its user declared its values lie, and
+    its interval takes no allowance (:func:`_interval_parts`), so measuring
+    it would only add to the noise of the others.
+
     Row ``i`` contributes ``e_i = clip(x_i, c -+ s h) - clip(x_i, c -+ h)``, in
-    ``[-(s - 1) h, (s - 1) h]`` per column; scaled to ``[-1, 1]^d'`` its mean has
+    ``[-(s - 1) h, (s - 1) h]`` per measured column; scaled to ``[-1, 1]^d'`` its mean has
     replace-one L2 sensitivity ``2 sqrt(d') / n`` (one Gaussian mechanism,
     ``1 - BEYOND_SHARE`` of ``fraction`` of rho).
 
@@ -255,7 +261,12 @@ def clipping_excess(X: np.ndarray, center: np.ndarray, half: np.ndarray, stretch
     """
     n, d = X.shape
     live = half > 0
+    if ranged is not None:
+        live = live & np.asarray(ranged, bool)
     out = np.zeros(d)
+    if not live.any():
+        # nothing to measure (a public fact or released half-widths of 0): no release, no charge
+        return out, 0.0, np.zeros(d, bool), np.full(d, float(kstar))
     w = (stretch - 1.0) * half[live]
     lo, hi = center[live] - stretch * half[live], center[live] + stretch * half[live]
     e = (np.clip(X[:, live], lo, hi) - np.clip(X[:, live], center[live] - half[live], center[live] + half[live])) / w
@@ -342,7 +353,8 @@ def _box_release(algo: Algorithm, X: np.ndarray, center: np.ndarray, half: np.nd
     share_v = (se_share - share_x) if (want and var_z is None) else 0.0
     excess = None
     if share_x > 0:
-        ex, sig_x, far, rows = clipping_excess(X, center, half, stretch, acc, share_x * r0, rng, kstar=kstar)
+        ex, sig_x, far, rows = clipping_excess(X, center, half, stretch, acc, share_x * r0, rng, kstar=kstar,
+                                               ranged=find)
         excess = (ex, sig_x, stretch, far, rows)
     m2 = sig_v = None
     if share_v > 0:
@@ -594,7 +606,7 @@ class AdaptiveWhiten(Algorithm):
             # half of the interval's share for the box's clipping, half for the ball's
             share_se = float(p["se_share"]) * acc.remaining / rho
             ex, sig_x, far, rows = clipping_excess(X, center, half, float(p["stretch"]), acc, share_se / 2.0, rng,
-                                                   kstar=kstar)
+                                                   kstar=kstar, ranged=find)
             ex_u, sig_u, far_u, rows_u = ball_excess(U, cu, R, float(p["stretch"]), acc, share_se / 2.0, rng,
                                                      kstar=kstar)
             excess = (ex, sig_x, float(p["stretch"]), far, rows)

@@ -72,3 +72,28 @@ def test_the_ball_excess_moves_by_at_most_its_sensitivity_and_is_charged_at_it()
     assert costs["clipping excess (stretched ball)"] == pytest.approx(excess_share * acc.rho, rel=1e-12)
     assert costs["rows beyond the stretched ball"] == pytest.approx(count_share * acc.rho, rel=1e-12)
     assert sig == pytest.approx(sens / np.sqrt(2.0 * excess_share * acc.rho), rel=1e-12)
+
+
+def test_only_the_privately_ranged_columns_are_measured_and_charged():
+    """A column with public bounds takes no allowance: its excess and count are not released, and the others'
+    sensitivities are those of d' = 2 measured columns (the count of one column moves by at most 1)."""
+    X = _data()
+    ranged = np.array([True, False, True])
+    acc = ZCDPAccountant(1.0, 1e-6)
+    ex, sig, far, rows = clipping_excess(X, np.zeros(D), np.ones(D), STRETCH, acc, 0.5, np.random.default_rng(0),
+                                         kstar=2.0, ranged=ranged)
+    spends = {e.mechanism: e for e in acc.ledger}
+    assert spends["rows beyond the stretched box"].sensitivity == pytest.approx(np.sqrt(2.0), rel=1e-12)
+    assert spends["clipping excess (stretched box)"].sensitivity == pytest.approx(2.0 * np.sqrt(2.0) / N, rel=1e-12)
+    assert sig == pytest.approx(2.0 * np.sqrt(2.0) / N / np.sqrt(2.0 * (1.0 - BEYOND_SHARE) * 0.5 * acc.rho), rel=1e-12)
+    assert ex[1] == 0.0 and not far[1] and rows[1] == 2.0 and ex[0] != 0.0
+    # on the two measured columns, the release is the one of those columns alone
+    acc2 = ZCDPAccountant(1.0, 1e-6)
+    ex2, _, _, rows2 = clipping_excess(X[:, ranged], np.zeros(2), np.ones(2), STRETCH, acc2, 0.5,
+                                       np.random.default_rng(0), kstar=2.0)
+    assert np.array_equal(ex[ranged], ex2) and np.array_equal(rows[ranged], rows2)
+    # nothing to measure: nothing released, nothing charged
+    acc3 = ZCDPAccountant(1.0, 1e-6)
+    ex3, _, far3, rows3 = clipping_excess(X, np.zeros(D), np.ones(D), STRETCH, acc3, 0.5, np.random.default_rng(0),
+                                          kstar=2.0, ranged=np.zeros(D, bool))
+    assert not list(acc3.ledger) and not ex3.any() and not far3.any() and np.all(rows3 == 2.0)

@@ -144,3 +144,43 @@ def test_ct94_conviction_ratio_at_epsilon_10_misses_as_often_as_the_non_private_
 def test_ct94_control_the_earlier_rule_missed(earlier_rule):
     """polpc: measured 31 of 40."""
     assert _finite_misses("mean_ct94_pooled", 10.0, **earlier_rule)[3] >= 24
+
+
+#: draws at epsilon = 1 whose private range of one column collapsed (a scale draw landed far below the data, so
+#: nearly every row sat at an end of the box): choiceyrs of rouse98_voucher (0 to 4, most rows 0) released
+#: 0.0067 [-0.008, 0.021] for a mean of 0.686, and gdp85 of mrw92_augmented [3611.61, 3611.64] for 5310, both
+#: finite, narrower than the non-private interval and off. The counts of rows beyond the stretched box, released
+#: for every column, had the noise of sqrt(3) counts; the bounded columns' counts are no longer released
+COLLAPSED = (("mean_rouse98_voucher", 8, 2), ("mean_mrw92_augmented", 14, 0))
+
+
+def _all_columns_counted(monkeypatch):
+    """The earlier rule: the clipping excess and the counts beyond it for every column, bounded or not."""
+    base = adaptive.clipping_excess
+
+    def every_column(*args, ranged=None, **kwargs):
+        return base(*args, **kwargs)
+
+    monkeypatch.setattr(adaptive, "clipping_excess", every_column)
+
+
+def _collapsed_outcome(iid: str, seed: int, col: int) -> tuple[float, float, float]:
+    rel = next(interval_releases("mean", "adaptive_whiten", iid, 1.0, [seed]))
+    lo, hi = (float(np.asarray(v, float)[col]) for v in rel.conf_int(0.95))
+    return float(rel.details["half"][col]), lo, hi
+
+
+@pytest.mark.parametrize("iid,seed,col", COLLAPSED)
+def test_a_collapsed_range_gives_an_infinite_interval(iid, seed, col):
+    half, lo, hi = _collapsed_outcome(iid, seed, col)
+    assert half < 0.05  # the range draws come first: the same collapsed range as before
+    assert not np.isfinite(hi - lo)
+
+
+@pytest.mark.parametrize("iid,seed,col", COLLAPSED)
+def test_a_collapsed_range_control_every_column_counted(monkeypatch, iid, seed, col):
+    _all_columns_counted(monkeypatch)
+    half, lo, hi = _collapsed_outcome(iid, seed, col)
+    mu = truth(iid)[col]
+    assert half < 0.05 and np.isfinite(hi - lo)
+    assert hi - lo < 1e3 * half and not lo <= mu <= hi  # a finite interval about as wide as the collapsed box
