@@ -66,6 +66,11 @@ _CHECK_WORDS: dict[str, tuple[str, str]] = {
         "the design has more slopes than fwl_each releases one at a time (max_parts), so the point estimates are "
         "dpnewton's, on the whole budget, without intervals",
         "Use private_coef for the coefficients of interest, or fewer regressors."),
+    "failed standardisation (sparse column)": (
+        "a column that is mostly one value (a rare 0/1 indicator or a count that is mostly 0) has too few "
+        "distinct values for its private scale at this budget, so the estimate could be off by orders of "
+        "magnitude",
+        "Declare its bounds (bounds={{'column': (0, 1)}} for a 0/1 column), or use a larger epsilon or more rows."),
     "failed standardisation": (
         "the private standardisation of the columns failed: the budget was too small to find the scale of the "
         "data",
@@ -97,6 +102,9 @@ def _infinite_cause(check: str | None, method: str, coef: str | None, terms: Seq
 def _fallback_remedy(fallback: str, terms: Sequence[str] = ()) -> str:
     """The remedy for a release that is a fallback, by what the method fell back to (``terms``: those replaced)."""
     f = fallback.lower()
+    if "sparse column" in f:
+        return ("Declare the bounds of the sparse column (bounds={...}, e.g. (0, 1) for a 0/1 indicator): a declared "
+                "0/1 column needs no private scale. Otherwise use a larger epsilon or more rows.")
     if "standardis" in f:
         return _STANDARDISATION_REMEDY
     if "prior centre" in f and "assumed for a column without declared bounds" in f:

@@ -189,7 +189,8 @@ class FWLEach(Algorithm):
                 W, [facts.columns[c] for c in slopes] + [str(facts.outcome)], [*slopes, -1], facts, acc, rng,
                 icpt is not None, scale_share=params["scale_share"], gram_share=g_share,
                 scale_factor=params["scale_factor"], col_clip=params["col_clip"], kappa=params["kappa"],
-                q_row_max=params["q_row_max"], use_bounds=params["use_bounds"], scale_weight=params["scale_weight"])
+                q_row_max=params["q_row_max"], use_bounds=params["use_bounds"], scale_weight=params["scale_weight"],
+                nonzero_share=params["nonzero_share"])
             left = acc.remaining / acc.rho
             fraction = left / k
             params = {**params, "q_share": params["q_share"] / left, "absorb": 0, "absorb_sole": 0}

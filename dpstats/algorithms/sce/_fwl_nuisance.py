@@ -265,6 +265,10 @@ class Partialled:
     #: private location plus the private scale times the Gram's column sum over ``n``; biased by the clips),
     #: keyed by design column, ``-1`` for the outcome; empty without a constant column or on the within path
     means: Mapping[int, float] = field(default_factory=dict)
+    #: the privately scaled columns whose released count of non-zero pair differences shows a sparse column
+    #: whose scale could not be located (``LocationScale.scale_unsure``; empty without the counts): the unit
+    #: conversion may be off by orders of magnitude where the Gram cannot show it
+    unsure: tuple[str, ...] = ()
 
     def standardisation_visible_failure(self, n: int, lo: float = 0.02, hi: float = 25.0) -> bool:
         """Whether the released Gram shows a failed private scale (post-processing).
@@ -317,6 +321,7 @@ def partial_out(
     proj_margin: float = math.inf,
     cluster_groups: tuple[np.ndarray, int] | None = None,
     stage1: Standardised | None = None,
+    nonzero_share: float = 0.0,
 ) -> Partialled:
     """Stage 1: private standardisation, noisy Gram, nuisance projections; spends ``scale_share + gram_share`` of rho.
 
@@ -332,6 +337,11 @@ def partial_out(
     ``cluster_groups`` (each row's group of clusters and their number ``J``)
     then splits the within cells by group, so that every pair lies inside
     one group of clusters; the row path ignores it.
+
+    ``nonzero_share``: with it, stage 1 also releases each privately scaled
+    column's count of non-zero pair differences (:func:`standardise`; row
+    path only), and :attr:`Partialled.unsure` names the sparse columns whose
+    scale could not be located.
 
     ``stage1``: a :class:`Standardised` release of every design column and
     the outcome (:func:`standardise`), made once for several targets; the
@@ -362,7 +372,8 @@ def partial_out(
         S = standardise(W, [facts.columns[c] for c in controls] + [facts.columns[j], facts.outcome],
                         [*controls, j, -1], facts, acc, rng, icpt is not None, scale_share=scale_share,
                         gram_share=gram_share, scale_factor=scale_factor, col_clip=col_clip, kappa=kappa,
-                        q_row_max=q_row_max, use_bounds=use_bounds, scale_weight=scale_weight)
+                        q_row_max=q_row_max, use_bounds=use_bounds, scale_weight=scale_weight,
+                        nonzero_share=nonzero_share)
     else:
         S = stage1.reordered([*controls, j, -1])
     W, names, public, free, loc, scale, Sc = S.W, S.names, S.public, S.free, S.loc, S.scale, S.Sc
@@ -412,6 +423,7 @@ def partial_out(
         free=tuple(int(c) for c in np.flatnonzero(free)), floored=floored, min_ev=min_ev, over_clip=over_clip,
         range_scales=bounded_range_scales(names, np.flatnonzero(free), scale, bounds),
         means=_gram_means(G, loc, scale, [*controls, j, -1], n) if const else {},
+        unsure=() if S.unsure is None else tuple(names[c] for c in np.flatnonzero(S.unsure)),
     )
 
 

@@ -64,6 +64,10 @@ class Standardised:
     sigma_gram: float
     n_private: int
     bounds: Mapping[str, tuple[float, float]]
+    #: per column, whether its released count of non-zero pair differences shows a sparse column whose private
+    #: scale could not be located (:meth:`~dpstats.algorithms.sce._utils.LocationScale.scale_unsure`; all
+    #: False without the counts)
+    unsure: np.ndarray | None = None
 
     def reordered(self, cols: list[int]) -> Standardised:
         """The columns ``cols`` (design columns, ``-1`` the outcome), in that order: a permutation of ``cols``."""
@@ -76,13 +80,14 @@ class Standardised:
             public=self.public[order], free=self.free[order], loc=self.loc[order], scale=self.scale[order],
             Sc=self.Sc[:, order], over_clip=self.over_clip, B=self.B, G=self.G[np.ix_(gi, gi)],
             sigma_gram=self.sigma_gram, n_private=self.n_private, bounds=self.bounds,
+            unsure=None if self.unsure is None else self.unsure[order],
         )
 
 
 def standardise(
     W: np.ndarray, names: list[str], cols: list[int], facts: Any, acc: ZCDPAccountant, rng: np.random.Generator,
     const: bool, *, scale_share: float, gram_share: float, scale_factor: float, col_clip: float, kappa: float,
-    q_row_max: float, use_bounds: bool = False, scale_weight: float = 1.0,
+    q_row_max: float, use_bounds: bool = False, scale_weight: float = 1.0, nonzero_share: float = 0.0,
 ) -> Standardised:
     """Stage 1a and 1b on the columns ``W``: private locations and scales, the row bound, the noisy Gram.
 
@@ -91,6 +96,12 @@ def standardise(
     Gaussian Gram of ``(1, W)`` standardised, clipped to ``+-col_clip`` and
     to the private row bound (see :func:`partial_out`). ``const``: the
     design has a constant column (locations are then centred).
+
+    With ``nonzero_share > 0`` that share of ``acc.rho``, split evenly over the
+    privately scaled columns, also releases each one's count of non-zero
+    pair differences (:func:`private_location_scale`), on top of the shares
+    above (what follows has that much less); ``unsure`` marks the columns
+    whose count shows a sparse column with too few of them for its scale.
     """
     n = W.shape[0]
     rho = acc.rho
@@ -118,9 +129,13 @@ def standardise(
     units = n_private * (1.0 + scale_weight) + 1.0
     e_em = em_epsilon(scale_share * rho / units, bound=EM_BOUND)
     e_sc = em_epsilon(scale_share * rho * scale_weight / units, bound=EM_BOUND)
+    count_rho = nonzero_share * rho / n_private if n_private else 0.0
+    unsure = np.zeros(p, dtype=bool)
     for c in np.flatnonzero(free):
-        loc[c], sc = private_location_scale(W[:, c], e_em, rng, bounds.get(names[c]), acc=acc, label=names[c],
-                                            scale_epsilon=e_sc)
+        ls = private_location_scale(W[:, c], e_em, rng, bounds.get(names[c]), acc=acc, label=names[c],
+                                    scale_epsilon=e_sc, count_rho=count_rho)
+        loc[c], sc = ls.loc, ls.scale
+        unsure[c] = ls.scale_unsure(n, e_sc)
         scale[c] = scale_factor * sc
         if not const:
             loc[c] = 0.0
@@ -142,6 +157,7 @@ def standardise(
     return Standardised(
         W=W, names=tuple(names), cols=tuple(cols), public=public, free=free, loc=loc, scale=scale, Sc=Sc,
         over_clip=over_clip, B=float(B), G=G, sigma_gram=float(sig_G), n_private=n_private, bounds=bounds,
+        unsure=unsure,
     )
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -54,6 +54,8 @@ __all__ = [
     "private_median_interval",
     "is_binary_public",
     "private_location_scale",
+    "LocationScale",
+    "SPARSE_FAIL",
     "gram_sensitivity",
     "noisy_gram",
     "noisy_symmetric",
@@ -359,6 +361,44 @@ REFINE_CELLS = 2.0
 REFINE_POINTS = 4096
 #: the location is refined only when n times the scale's epsilon is at least this many logs of its grid's size
 REFINE_MIN_NEPS = 32.0
+#: a sparse column's scale is trusted when the chance that its median lands on a cell beyond all its non-zero pair
+#: differences (orders of magnitude off) is at most this, by the bound of LocationScale.scale_unsure
+SPARSE_FAIL = 0.01
+
+
+class LocationScale(NamedTuple):
+    """A column's private location and scale (:func:`private_location_scale`) and its released pair count."""
+
+    loc: float
+    scale: float
+    #: noisy number of non-zero pair differences the scale's median saw (NaN when not released) and its noise sd
+    nonzero: float = math.nan
+    nonzero_sd: float = math.nan
+
+    def scale_unsure(self, n: int, epsilon: float) -> bool:
+        """Whether the released count shows a sparse column whose scale its median could not locate (post-processing).
+
+        A column is *sparse* when the count plus two noise sd is below
+        ``n / 4``: more than half of the ``n / 2`` pairs tie (a point mass of
+        about 70 % or more, as a rare 0/1 regressor). Its scale's median then
+        sees only the count's ``N`` differences. A grid cell beyond all of
+        them (below the smallest or above the largest: a scale orders of
+        magnitude off) has the tie-robust score ``-N / 2`` or less, so the
+        exponential mechanism (weights ``exp(epsilon score / 2)``, the best
+        cell's at least 1) lands on one of them with probability at most
+        ``G exp(-epsilon N / 4)`` over the grid's ``G`` cells. The scale is
+        unsure when that bound, with ``N`` the count less two noise sd,
+        exceeds :data:`SPARSE_FAIL`. A dense column's failed scale shows in the
+        released Gram (its mean square far from 1, ``standardisation_visible_failure``);
+        a sparse column's mean square is small by nature and a scale off by
+        orders of magnitude can still look plausible there. Reads the
+        released count, its noise sd and public values only.
+        """
+        if not math.isfinite(self.nonzero):
+            return False
+        sparse = self.nonzero + 2.0 * self.nonzero_sd < 0.25 * n
+        seen = max(self.nonzero - 2.0 * self.nonzero_sd, 0.0)
+        return bool(sparse and epsilon * seen < 4.0 * (math.log(positive_grid().size) - math.log(SPARSE_FAIL)))
 
 
 def private_location_scale(
@@ -370,7 +410,8 @@ def private_location_scale(
     acc: Accountant,
     label: str,
     scale_epsilon: float | None = None,
-) -> tuple[float, float]:
+    count_rho: float = 0.0,
+) -> LocationScale:
     """Private location and scale of one column, robust to point masses.
 
     The location is a tie-robust grid median of ``w`` on the public symmetric
@@ -397,6 +438,12 @@ def private_location_scale(
     (default ``epsilon``): it sees about half as many values as the location's
     (one per pair, and only the non-zero ones), so the same failure rate needs
     about twice the epsilon.
+
+    With ``count_rho > 0`` the number of non-zero differences is released
+    too (Gaussian, charged ``count_rho`` in zCDP as ``Gaussian count of
+    non-zero pair differences (label)``): a row lies in one pair, so
+    replacing it changes the count by at most 1 (sensitivity 1). Its use is
+    :meth:`LocationScale.scale_unsure`.
     """
     w = np.asarray(w, dtype=float).reshape(-1)
     grid = symmetric_grid()
@@ -405,6 +452,12 @@ def private_location_scale(
     perm = rng.permutation(w.size)
     diff = np.abs(w[perm[0 : w.size - 1 : 2]] - w[perm[1 : w.size : 2]])
     diff = diff[diff > 0]
+    nonzero = nonzero_sd = math.nan
+    if count_rho > 0:
+        nonzero_sd = 1.0 / math.sqrt(2.0 * count_rho)
+        nonzero = float(acc.gaussian(f"Gaussian count of non-zero pair differences ({label})", float(diff.size),
+                                     sensitivity=1.0, sigma=nonzero_sd, rng=rng,
+                                     note="a row lies in one pair of the matching: sensitivity 1"))
     sc_eps = epsilon if scale_epsilon is None else scale_epsilon
     sgrid = positive_grid()
     _, scale = private_grid_cell(
@@ -430,7 +483,7 @@ def private_location_scale(
         if hi > lo:
             loc = float(np.clip(loc, lo, hi))
             scale = min(scale, hi - lo)
-    return float(loc), float(scale)
+    return LocationScale(float(loc), float(scale), nonzero, nonzero_sd)
 
 
 def gram_sensitivity(B: float) -> float:

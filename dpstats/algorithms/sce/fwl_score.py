@@ -148,6 +148,7 @@ def fwl_score_release(
     count_share: float = 0.02,
     clusters_per_group: float = 8.0,
     singleton_rows: float = 1.1,
+    nonzero_share: float = 0.0,
     clusters: np.ndarray | None = None,
     partialled: list[Any] | None = None,
     stage1: Standardised | None = None,
@@ -208,7 +209,7 @@ def fwl_score_release(
         X, y, facts, acc, rng, scale_share=scale_share, gram_share=g_share, scale_factor=scale_factor,
         col_clip=col_clip, kappa=kappa, q_row_max=q_row_max, ridge=ridge, use_bounds=use_bounds, absorb=absorb,
         m_cell=m_cell, absorb_sole=absorb_sole, scale_weight=scale_weight, proj_margin=proj_margin,
-        cluster_groups=None if groups is None else (groups, J_lab), stage1=stage1,
+        cluster_groups=None if groups is None else (groups, J_lab), stage1=stage1, nonzero_share=nonzero_share,
     )
     if partialled is not None:
         partialled.append(P)
@@ -344,6 +345,12 @@ def fwl_score_release(
     if not scales_ok or (gram_guard and gram_failed):
         est = 0.0
         fallback = "0 released: the private standardisation failed (" + ("scales" if not scales_ok else "Gram") + ")"
+    elif P.unsure:
+        # a sparse column (released count of non-zero pair differences) whose scale's median saw too few of
+        # them: the unit conversion can be off by orders of magnitude where the Gram cannot show it
+        est = 0.0
+        fallback = ("0 released: the private standardisation failed (sparse column " + ", ".join(P.unsure)
+                    + ": too few non-zero values to locate its scale; declare its bounds)")
     elif raw != 0.0 and est == 0.0:
         fallback = SHRUNK_TO_0
     extra: dict[str, Any] = {}
@@ -420,6 +427,10 @@ def fwl_score_release(
             # clustered sampling, but the noisy count leaves fewer than three groups of clusters
             se = math.inf
             check = "too few clusters" if check == "ok" else check
+        if P.unsure:
+            # a sparse column whose scale's median saw too few non-zero differences (its released count)
+            se = math.inf
+            check = "failed standardisation (sparse column)"
         if P.range_scales > plaus_hi:
             # a bounded column whose public range spans more than plaus_hi private scales: its scale failed
             # (a failed scale or Gram check below overrides the label)
@@ -573,6 +584,10 @@ class FWLScore(Algorithm):
         "clusters_per_group": Param(8.0, "ours: the jackknife takes min(cluster_groups, (noisy count - 3 sd) / "
                                          "clusters_per_group) groups of clusters, so that a group is rarely empty; "
                                          "fewer than three: an infinite interval ('too few clusters')"),
+        "nonzero_share": Param(0.0, "ours: share of rho for each privately scaled column's count of non-zero "
+                                    "pair differences (row path; 0: none): a sparse column whose scale's median "
+                                    "saw too few of them gives an infinite interval and the estimate 0 "
+                                    "('failed standardisation (sparse column)'; LocationScale.scale_unsure)"),
         "singleton_rows": Param(1.1, "ours: clusters of at most this many rows on average (n over the noisy "
                                      "count) are taken as independent rows, and the row-level interval as "
                                      "cluster-robust"),
@@ -600,9 +615,9 @@ class FWLScore(Algorithm):
     #: the method gives a standard error and an interval with these hyperparameters (the API's default)
     intervals = True
     cluster_intervals = True
-    interval_params = {"se_share": 0.1, "shrink": 0.0, "shrink_uninformative": 1.0, "c_v": 2.0, "tail_share": 0.05, "clip_free_max": 4.0,
+    interval_params = {"se_share": 0.1, "shrink": 0.0, "shrink_uninformative": 1.0, "c_v": 2.0, "tail_share": 0.05, "clip_free_max": 2.0,
                        "u_beyond": 0.05, "ridge_above_1": 2.0, "scale_weight": 2.0, "proj_margin": 0.25,
-                       "plaus_grid": True}
+                       "plaus_grid": True, "nonzero_share": 0.01}
     public_details = {
         **FWL_SCORE_DETAILS,
         "reliability": "paid statistic: from `Gaussian sum of clip(u)^2` and the `Gaussian Gram of (1, controls, x, y)` "
@@ -616,12 +631,15 @@ class FWLScore(Algorithm):
                           "within the absorbed groups, or cluster-robust by a group jackknife), set by the design's "
                           "column names, facts.cluster and the hyperparameters",
         "fallback": "paid statistic: why the release is 0 rather than an estimate (a failed standardisation, from "
-                    "`grid quantile (row norm)`, `grid quantile |u|` and the `Gaussian Gram of (1, controls, x, y)`; "
+                    "`grid quantile (row norm)`, `grid quantile |u|` and the `Gaussian Gram of (1, controls, x, y)`, "
+                    "or a sparse column from its `Gaussian count of non-zero pair differences`; "
                     "or shrinkage of theta0 + S / T from `Gaussian sum of clip(u) clip(v)`, `Gaussian sum of clip(u)^2`)",
         "interval_check": "paid statistic: which check made the interval infinite ('ok' when none did), a "
                           "function of `Gaussian sum of clip(u)^2`, the `Gaussian Gram of (1, controls, x, y)`, "
                           "`grid quantile (row norm)`, `grid quantile |u|`, the `Gaussian count far beyond the clips` "
-                          "and the private scales (`grid median of non-zero pair differences`) against public bounds",
+                          "and the private scales (`grid median of non-zero pair differences`) against public bounds; "
+                          "with `nonzero_share`, the `Gaussian count of non-zero pair differences` of each "
+                          "privately scaled column",
     }
 
     def _run(

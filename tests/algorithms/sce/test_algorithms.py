@@ -320,7 +320,7 @@ def test_clip_widening_leaves_the_stated_share_beyond_on_gaussian_residuals():
 def test_the_interval_configuration_shrinks_an_estimate_whose_interval_is_infinite():
     """With an infinite interval ("cannot tell") the estimate shown is shrunk as the point release's is; a finite
     interval keeps the estimate it is built around. hb94_beauty at epsilon 1: the interval is infinite by regression
-    dilution on seeds 0 and 4 (-0.360 with noise sd 0.228 shrunk to -0.214; -0.113 with 0.221 to 0)."""
+    dilution on seeds 2 and 3 (-0.376 with noise sd 0.224 shrunk to -0.242; -0.134 with 0.177 to 0)."""
     from dpstats.algorithms.release import AlgorithmSpec, Budget, release
     from dpstats.data.corpus import Corpus
 
@@ -329,7 +329,7 @@ def test_the_interval_configuration_shrinks_an_estimate_whose_interval_is_infini
     assert spec.params["shrink"] == 0.0 and spec.params["shrink_uninformative"] == 1.0
     inst = corpus.instance("hb94_beauty")
     seen = set()
-    for seed in (0, 4):
+    for seed in (2, 3):
         out = release(spec, inst.task_data(), inst.facts, Budget(1.0, 1e-6), np.random.default_rng(seed))
         d = out.details
         assert math.isinf(out.std_error[0]) and d["interval_check"] == "regression dilution"

@@ -15,6 +15,11 @@ mechanism can locate (``u_beyond = 0``). papke05_pooled (six year dummies floore
 in the noisy Gram) missed by 7-12 non-private SEs at every epsilon, and lmb04_fullpoly (collinear
 polynomial controls under the same floor) covered 2 of 40 draws at epsilon 3; a failed outcome
 clip on papke05_pooled released 4.1e5 with a "significant" interval at epsilon 10.
+
+The draws here were found and measured before the interval configuration released each column's count of
+non-zero pair differences (``nonzero_share``), whose draws and budget move every later draw: they run with
+``nonzero_share = 0`` (:data:`BEFORE_COUNTS`), which reproduces them. The counts' own rule is tested in
+``test_calibration_sparse_scale.py``.
 """
 
 from __future__ import annotations
@@ -24,9 +29,13 @@ import math
 from tests.algorithms.draws import interval_releases, truth
 
 
+#: the interval configuration as these draws were measured: without the counts of non-zero pair differences
+BEFORE_COUNTS = {"nonzero_share": 0.0}
+
+
 def _intervals(iid: str, eps: float, seeds, **override):
     out = []
-    for rel in interval_releases("sce", "fwl_score", iid, eps, seeds, **override):
+    for rel in interval_releases("sce", "fwl_score", iid, eps, seeds, **{**BEFORE_COUNTS, **override}):
         lo, hi = rel.conf_int(0.95)
         out.append((float(lo[0]), float(hi[0]), rel.details["interval_check"]))
     return float(truth(iid)[0]), out
@@ -66,8 +75,9 @@ def test_grogger91_failed_sparse_scale_gives_no_finite_interval():
     _, off = _intervals("grogger91", 1.0, [6], plaus_hi=1e12, plaus_grid=False)
     lo_off, hi_off, check_off = off[0]
     assert check_off == "far beyond the clips" and math.isinf(hi_off - lo_off)
-    (a,) = interval_releases("sce", "fwl_score", "grogger91", 1.0, [6], plaus_grid=False)
-    (b,) = interval_releases("sce", "fwl_score", "grogger91", 1.0, [6], plaus_hi=1e12, plaus_grid=False)
+    (a,) = interval_releases("sce", "fwl_score", "grogger91", 1.0, [6], plaus_grid=False, **BEFORE_COUNTS)
+    (b,) = interval_releases("sce", "fwl_score", "grogger91", 1.0, [6], plaus_hi=1e12, plaus_grid=False,
+                             **BEFORE_COUNTS)
     assert float(a.estimate[0]) == float(b.estimate[0])
 
 
@@ -171,7 +181,7 @@ def test_caschools_intercept_is_never_floored():
     """
     truth, ivs = _intervals("caschools_str", 1.0, [22, 24, 29, 30])
     assert all(lo <= truth <= hi for lo, hi, _ in ivs)
-    (rel,) = interval_releases("sce", "fwl_score", "caschools_str", 1.0, [22])
+    (rel,) = interval_releases("sce", "fwl_score", "caschools_str", 1.0, [22], **BEFORE_COUNTS)
     assert rel.details["floored_directions"] == 0
 
 

@@ -285,7 +285,7 @@ def test_pair_difference_scale_changes_one_difference():
     # an integer column with a mass at its median gets the size of its other differences, not ~0
     col = np.concatenate([np.ones(800), np.arange(2, 7).repeat(40)]).astype(float)
     acc = PureAccountant(10.0, 0.0)
-    loc, scale = private_location_scale(col, 5.0, np.random.default_rng(9), acc=acc, label="col")
+    loc, scale, *_ = private_location_scale(col, 5.0, np.random.default_rng(9), acc=acc, label="col")
     assert 0.5 <= scale <= 6.0 and abs(loc - 1.0) < 0.1
     # both grid medians are charged, at 5.0 each, by the calls that draw them
     assert [(e.mechanism, e.cost, e.kind) for e in acc.ledger] == [
@@ -481,7 +481,7 @@ def test_location_scale_charges_the_scale_at_its_own_epsilon():
     rng = np.random.default_rng(0)
     w = rng.normal(10.0, 2.0, 500)
     acc = ZCDPAccountant(5.0, 1e-6)
-    loc, sc = private_location_scale(w, 0.3, np.random.default_rng(1), acc=acc, label="w", scale_epsilon=0.6)
+    loc, sc, *_ = private_location_scale(w, 0.3, np.random.default_rng(1), acc=acc, label="w", scale_epsilon=0.6)
     spent = {s.mechanism: s for s in acc.ledger}
     assert spent["grid median (w)"].scale == 0.3
     assert spent["grid median of non-zero pair differences (w)"].scale == 0.6
