@@ -195,8 +195,10 @@ def test_hmda_sw_full_binary_regressor_gets_a_finite_interval_that_covers():
     truth, ivs = _intervals("hmda_sw_full", 1.0, range(6))
     assert sum(math.isfinite(hi - lo) for lo, hi, _ in ivs) >= 5
     assert all(lo <= truth <= hi for lo, hi, _ in ivs)
-    _, wide = _intervals("hmda_sw_full", 1.0, range(6), proj_margin=math.inf)
-    assert sum(math.isfinite(hi - lo) for lo, hi, _ in wide) <= 2  # the control: the bound from the controls
+    # the control: the bound from the controls, left unclipped as it was then (clip_free_max 4; at 2 a private
+    # clip below that bound keeps most of these intervals finite too)
+    _, wide = _intervals("hmda_sw_full", 1.0, range(6), proj_margin=math.inf, clip_free_max=4.0)
+    assert sum(math.isfinite(hi - lo) for lo, hi, _ in wide) <= 2
 
 
 def test_clip_quantiles_on_the_plausible_range_rescue_failed_scales():
