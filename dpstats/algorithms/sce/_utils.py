@@ -364,6 +364,9 @@ REFINE_MIN_NEPS = 32.0
 #: a sparse column's scale is trusted when the chance that its median lands on a cell beyond all its non-zero pair
 #: differences (orders of magnitude off) is at most this, by the bound of LocationScale.scale_unsure
 SPARSE_FAIL = 0.01
+#: the bar of LocationScale.scale_unsure on epsilon times the non-zero differences seen: 4 (log G - log SPARSE_FAIL),
+#: G the size of the public scale grid (positive_grid())
+_SPARSE_BAR = 4.0 * (math.log(positive_grid().size) - math.log(SPARSE_FAIL))
 
 
 class LocationScale(NamedTuple):
@@ -398,7 +401,7 @@ class LocationScale(NamedTuple):
             return False
         sparse = self.nonzero + 2.0 * self.nonzero_sd < 0.25 * n
         seen = max(self.nonzero - 2.0 * self.nonzero_sd, 0.0)
-        return bool(sparse and epsilon * seen < 4.0 * (math.log(positive_grid().size) - math.log(SPARSE_FAIL)))
+        return bool(sparse and epsilon * seen < _SPARSE_BAR)
 
 
 def private_location_scale(
