@@ -66,9 +66,10 @@ runner hands to the workers (its functions are pickled by reference to this
 module). The summaries of the stored interval rows
 (:func:`~dpstats.bench.coverage_summary.coverage_table`,
 :func:`~dpstats.bench.coverage_summary.instance_coverage`,
-:func:`~dpstats.bench.coverage_summary.trial_validity`,
-:func:`~dpstats.bench.coverage_summary.forest_summary`, their constants and
-columns) live in :mod:`dpstats.bench.coverage_summary`, a layer lower, with
+:func:`~dpstats.bench.coverage_summary.trial_validity`, their constants and
+columns) live in :mod:`dpstats.bench.coverage_summary`, a layer lower (the
+agreement with the study, :func:`~dpstats.bench.coverage_forest.forest_summary`,
+in :mod:`dpstats.bench.coverage_forest` beside it), with
 the facts the trial shares with them (the level
 :data:`~dpstats.bench.coverage_summary.LEVEL`, ``RESAMPLE_FAILED``, the
 quantile rule :func:`~dpstats.bench.coverage_summary.interval_quantile`);
@@ -84,6 +85,9 @@ from typing import Any, cast
 
 import numpy as np
 
+# the agreement with the study (a layer lower), re-exported here, where it was first defined
+from dpstats.bench.coverage_forest import _agree_excl, _agree_sign, _first, _study_interval, forest_summary  # noqa: F401
+
 # the summaries and the facts the trial shares with them, a layer lower; re-exported here, where they were first
 # defined (not in __all__: documented once, in dpstats.bench.coverage_summary)
 from dpstats.bench.coverage_summary import (  # noqa: F401
@@ -96,14 +100,10 @@ from dpstats.bench.coverage_summary import (  # noqa: F401
     INSTANCE_FLOOR,
     LEVEL,
     RESAMPLE_FAILED,
-    _agree_excl,
-    _agree_sign,
-    _first,
     _instance_rows,
     _miss,
     _num,
     _stored_quantile,
-    _study_interval,
     _summary,
     _usable,
     _vec,
@@ -113,7 +113,6 @@ from dpstats.bench.coverage_summary import (  # noqa: F401
     _worst_coordinate,
     attach_study_se,
     coverage_table,
-    forest_summary,
     instance_coverage,
     interval_quantile,
     nonprivate_quantile,

@@ -220,7 +220,7 @@ def _algorithm_page_write(out: Path, task: str, name: str, g: pd.DataFrame, lb: 
 
 def _forest(iv: pd.DataFrame, iid: str, out: Path) -> tuple[list[Path], dict[str, Any] | None, list[dict[str, Any]]]:
     """The forest plot of an sce instance and its agreement table."""
-    from dpstats.bench.coverage_summary import _first, forest_summary
+    from dpstats.bench.coverage_forest import _first, forest_summary
 
     g = iv[(iv["instance"] == iid) & (iv["task"] == "sce")]
     if g.empty:
