@@ -49,6 +49,15 @@ total of confident misses. A finite interval narrower than the non-private
 one that misses by more than :data:`NARROW_MISS_SE` SEs (a *narrow miss*)
 claims more precision than the data hold without being a confident miss by
 the 10-SE rule; both tables count those too.
+
+A valid interval misses too, and a wide one can miss by many non-private
+SEs by chance: the tables give, next to the confident misses, the number
+*expected by chance* (``confident_expected``), the sum over the trials of
+the probability that a finite interval of the same width, centred at a
+normal estimate with the sd that makes it exact, would miss by more than
+the same distance (:func:`trial_validity`'s ``confident_chance``). Far more
+confident misses than that is a bias; about as many or fewer is what an
+exact interval (or a conservative one) gives.
 """
 
 from __future__ import annotations
@@ -98,7 +107,7 @@ COVERAGE_COLUMNS = (
     "task", "epsilon", "slice", "algorithm", "interpretation", "coverage", "coverage_se", "reference",
     "reference_se", "difference", "median_width_ratio", "infinite", "failed", "trials", "instances", "studies",
     "eligible", "rank", "worst_coverage", "worst_instance", "worst_reference", "below_85", "confident_misses",
-    "coordinates_below_85", "narrow_misses",
+    "coordinates_below_85", "narrow_misses", "confident_expected",
 )
 
 #: the columns of ``coverage_instances.csv`` (:func:`instance_coverage`), in order
@@ -106,7 +115,7 @@ INSTANCE_COLUMNS = (
     "corpus", "task", "epsilon", "algorithm", "interpretation", "instance", "study", "n", "d", "se_type", "trials",
     "coverage", "coverage_se", "coverage_all", "reference", "reference_all", "difference", "median_width_ratio",
     "infinite", "failed", "confident_misses", "max_miss_se", "se_exact", "worst_coordinate", "coordinate_coverage",
-    "narrow_misses",
+    "narrow_misses", "confident_expected",
 )
 
 
@@ -287,8 +296,49 @@ def _narrow(low: np.ndarray, high: np.ndarray, np_low: np.ndarray, np_high: np.n
         return bool(np.any(fin & narrower & (gap > NARROW_MISS_SE * np.where(fin, se, 1.0))))
 
 
+def _chance(low: np.ndarray, high: np.ndarray, se: np.ndarray, level: float, threshold: float) -> float:
+    """Probability that exact normal intervals of these widths miss by more than ``threshold`` SEs in some coordinate.
+
+    A coordinate's interval of half-width ``h`` is exact when the estimate
+    is normal around the truth with sd ``h / z`` (``z`` the normal quantile
+    of ``level``); it then misses by more than ``t`` SEs with probability
+    ``2 (1 - Phi(z + t se z / h))``. The coordinates are taken as independent;
+    only those finite at both ends count (NaN when none is).
+    """
+    from scipy import stats
+
+    fin = np.isfinite(low) & np.isfinite(high) & np.isfinite(se) & (se > 0)
+    if not fin.any():
+        return math.nan
+    z = float(stats.norm.ppf(0.5 + level / 2.0))
+    half = (high[fin] - low[fin]) / 2.0
+    with np.errstate(divide="ignore"):
+        dist = np.where(half > 0, z + threshold * se[fin] * z / np.where(half > 0, half, 1.0), math.inf)
+    p = 2.0 * stats.norm.sf(dist)
+    return float(-np.expm1(np.sum(np.log1p(-p))))
+
+
+def _chance_column(df: pd.DataFrame, threshold: float) -> np.ndarray:
+    """:func:`_chance` per trial of a table with ``np_quantile`` (NaN where the SE is unknown or nothing is finite)."""
+    out = np.full(len(df), math.nan)
+    if not {"low", "high", "np_low", "np_high", "np_quantile"} <= set(df.columns):
+        return out
+    levels = df["level"].tolist() if "level" in df.columns else [None] * len(df)
+    for i, (lo_, hi_, nlo_, nhi_, q, lev) in enumerate(zip(
+            df["low"].tolist(), df["high"].tolist(), df["np_low"].tolist(), df["np_high"].tolist(),
+            df["np_quantile"].tolist(), levels, strict=True)):
+        lo, hi, nlo, nhi, q = _vec(lo_), _vec(hi_), _vec(nlo_), _vec(nhi_), _num(q)
+        if lo is None or hi is None or nlo is None or nhi is None or not (q > 0) or not (
+                lo.size == hi.size == nlo.size == nhi.size):
+            continue
+        level = _num(lev)
+        out[i] = _chance(lo, hi, (nhi - nlo) / (2.0 * q), LEVEL if math.isnan(level) else level, threshold)
+    return out
+
+
 #: the columns :func:`trial_validity` computes (a table that has them is not recomputed)
-_VALIDITY = ("covered_all", "np_covered_all", "np_quantile", "se_exact", "miss_se", "np_miss_se", "narrow_miss")
+_VALIDITY = ("covered_all", "np_covered_all", "np_quantile", "se_exact", "miss_se", "np_miss_se", "narrow_miss",
+             "confident_chance")
 
 
 def trial_validity(intervals: pd.DataFrame, threshold: float = CONFIDENT_MISS_SE) -> pd.DataFrame:
@@ -319,15 +369,22 @@ def trial_validity(intervals: pd.DataFrame, threshold: float = CONFIDENT_MISS_SE
         Some coordinate's private interval is finite, narrower than the
         non-private one and misses the truth by more than
         :data:`NARROW_MISS_SE` SEs.
+    ``confident_chance``
+        The probability of a confident miss by chance: that intervals of the
+        same widths, exact for a normal estimate (sd the half-width over the
+        normal quantile of the level), would miss by more than ``threshold``
+        SEs in some finite coordinate (independent coordinates). NaN when no
+        coordinate's interval is finite or the SE is unknown.
 
     A table that already has these columns (a result of this function) is
-    returned with only the confident-miss flags recomputed for
-    ``threshold``.
+    returned with only the confident-miss flags and ``confident_chance``
+    recomputed for ``threshold``.
     """
     df = prepare_intervals(intervals)
     if set(_VALIDITY) <= set(df.columns):  # already a validity table: only the threshold is applied again
         df["confident_miss"] = np.nan_to_num(df["miss_se"].to_numpy(dtype=float), nan=-math.inf) > threshold
         df["np_confident_miss"] = np.nan_to_num(df["np_miss_se"].to_numpy(dtype=float), nan=-math.inf) > threshold
+        df["confident_chance"] = _chance_column(df, threshold)
         return df
     n = len(df)
     q = np.full(n, math.nan)
@@ -372,6 +429,7 @@ def trial_validity(intervals: pd.DataFrame, threshold: float = CONFIDENT_MISS_SE
     out["np_miss_se"] = np_miss
     out["np_confident_miss"] = np.nan_to_num(np_miss, nan=-math.inf) > threshold
     out["narrow_miss"] = narrow
+    out["confident_chance"] = _chance_column(out, threshold)
     return out
 
 
@@ -410,6 +468,7 @@ def _instance_rows(v: pd.DataFrame) -> pd.DataFrame:
             "se_exact": bool(g["se_exact"].to_numpy()[judged].all()) if judged.any() else False,
             "worst_coordinate": worst_k, "coordinate_coverage": worst_c,
             "narrow_misses": int(g["narrow_miss"].sum()),
+            "confident_expected": float(np.nansum(g["confident_chance"].to_numpy(dtype=float))),
         })
     out = pd.DataFrame(rows, columns=list(INSTANCE_COLUMNS))
     if out.empty:
@@ -483,7 +542,9 @@ def instance_coverage(intervals: pd.DataFrame, threshold: float = CONFIDENT_MISS
         interval record) and ``coordinate_coverage`` (its coverage: an
         instance's coverage averages its coordinates, and one coordinate can
         miss far more often than the average shows); ``narrow_misses`` (the
-        number of trials with :func:`trial_validity`'s ``narrow_miss``).
+        number of trials with :func:`trial_validity`'s ``narrow_miss``);
+        ``confident_expected`` (the confident misses expected by chance: the
+        sum of ``confident_chance`` over the trials).
     """
     return _instance_rows(_usable(trial_validity(intervals, threshold)))
 
@@ -524,7 +585,9 @@ def coverage_table(intervals: pd.DataFrame, tolerance: float = COVERAGE_TOLERANC
     on the ``non-private`` row) and ``confident_misses`` (the number of
     trials with a confident miss, :func:`trial_validity`), ``narrow_misses``
     (trials with a narrow miss; NA on the ``non-private`` row, the
-    yardstick of "narrower"). On the ``non-private`` row the others describe
+    yardstick of "narrower"), ``confident_expected`` (the confident misses
+    expected by chance, :func:`instance_coverage`; NaN on the ``non-private``
+    row). On the ``non-private`` row the others describe
     the non-private interval.
 
     Returns
@@ -557,7 +620,8 @@ def coverage_table(intervals: pd.DataFrame, tolerance: float = COVERAGE_TOLERANC
                           "median_width_ratio": 1.0, "infinite": 0.0, "failed": 0.0, "trials": len(draws),
                           "instances": draws["instance"].nunique(), "studies": draws["study"].nunique(),
                           "eligible": True, **_worst(np_per.assign(reference=np_per["coverage"])),
-                          "confident_misses": int(draws["np_confident_miss"].sum()), "narrow_misses": pd.NA})
+                          "confident_misses": int(draws["np_confident_miss"].sum()), "narrow_misses": pd.NA,
+                          "confident_expected": math.nan})
             for (name, interp), a in s.groupby(["algorithm", "interpretation"], sort=True):
                 cov, cov_se = _summary(a, "covered")
                 r, r_se = _summary(a, "np_covered")
@@ -573,6 +637,7 @@ def coverage_table(intervals: pd.DataFrame, tolerance: float = COVERAGE_TOLERANC
                     **_worst(per[(per["algorithm"] == name) & (per["interpretation"] == interp)]),
                     "confident_misses": int(a["confident_miss"].sum()),
                     "narrow_misses": int(a["narrow_miss"].sum()),
+                    "confident_expected": float(np.nansum(a["confident_chance"].to_numpy(dtype=float))),
                 })
             ranked = [b for b in block[1:] if b["eligible"]]
             ranked.sort(key=lambda b: (b["median_width_ratio"], b["algorithm"]))

@@ -202,7 +202,11 @@ def test_report_writes_the_instance_table_and_figure(results, tmp_path):
         assert shown == sorted(shown)
         assert ("All coordinates %" in rows[0]) == (task == "mean")
         first = tables["cov-dpstats_public_corpus-eps1-all"]
-        assert {"Worst instance %", "Confident misses"} <= set(first[0])
+        assert {"Worst instance %", "Confident misses (by chance)"} <= set(first[0])
+        # the count, then the number expected by chance: "k (x)"
+        r = per[(per["task"] == task) & (per["epsilon"] == 1.0)].iloc[0]
+        shown = {row["Instance"]: row["Confident misses (by chance)"] for row in rows}
+        assert shown[r["instance"]].startswith(f"{int(r['confident_misses'])} (")
 
 
 # --------------------------------------------------------------------------
@@ -327,3 +331,37 @@ def test_a_clustered_instance_without_the_study_se_gets_a_lower_bound():
     assert exact["miss_se"].iloc[0] == pytest.approx(10.5) and exact["confident_miss"].iloc[0]
     inst = pd.DataFrame([{"instance": "k", "task": "sce", "baseline": 2.0}])
     assert I.attach_study_se(df, inst)["study_se"].iloc[0] == 2.0
+
+
+def test_confident_misses_expected_by_chance():
+    """An exact interval 20 SEs wide (sd) misses by more than 10 SEs with probability 2 (1 - Phi(z + 0.5)); the
+    figure matches a simulation of such intervals, sums over trials, follows the threshold, ignores infinite ones."""
+    q = stats.t.ppf(0.975, 100)  # SE 1
+    z = stats.norm.ppf(0.975)
+    sd = 20.0
+    p = 2.0 * stats.norm.sf(z + 10.0 / sd)
+    rng = np.random.default_rng(0)
+    est = rng.normal(0.0, sd, 200_000)  # exact intervals est +- z sd around the truth 0
+    gap = np.maximum(np.abs(est) - z * sd, 0.0)
+    assert np.mean(gap > 10.0) == pytest.approx(p, abs=0.002)
+    rows = [
+        _row("a", "sce", [0.0], [-z * sd], [z * sd], [-q], [q], seed=0),
+        _row("a", "sce", [0.0], [100.0 - z * sd], [100.0 + z * sd], [-q], [q], seed=1),  # where it lies: no matter
+        _row("a", "sce", [0.0], [-z], [z], [-q], [q], seed=2),  # sd 1 SE: 2 (1 - Phi(z + 10)), about 0
+        _row("a", "sce", [0.0], [-math.inf], [math.inf], [-q], [q], seed=3),
+        _row("b", "linreg", [0.0, 0.0], [-z * sd, -z * sd], [z * sd, z * sd], [-q, -q], [q, q], seed=0),
+    ]
+    v = I.trial_validity(pd.DataFrame(rows))
+    np.testing.assert_allclose(v["confident_chance"].iloc[:3], [p, p, 2.0 * stats.norm.sf(z + 10.0)], rtol=1e-9)
+    assert math.isnan(v["confident_chance"].iloc[3])
+    assert v["confident_chance"].iloc[4] == pytest.approx(1.0 - (1.0 - p) ** 2)
+    per = I.instance_coverage(pd.DataFrame(rows)).set_index("instance")
+    assert per.loc["a", "confident_expected"] == pytest.approx(2 * p, rel=1e-6)
+    assert per.loc["a", "confident_misses"] == 1  # the interval around 100 misses by 100 - z sd - 0 = 60.8 SEs
+    p8 = 2.0 * stats.norm.sf(z + 8.0 / sd)
+    assert I.instance_coverage(pd.DataFrame(rows), threshold=8.0).set_index("instance").loc[
+        "a", "confident_expected"] == pytest.approx(2 * p8, rel=1e-6)
+    cov = I.coverage_table(pd.DataFrame(rows))
+    sce = cov[(cov["task"] == "sce") & (cov["slice"] == "all")].set_index("algorithm")
+    assert sce.loc["m", "confident_expected"] == pytest.approx(2 * p, rel=1e-6)
+    assert math.isnan(sce.loc["non-private", "confident_expected"])

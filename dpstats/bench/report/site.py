@@ -226,6 +226,11 @@ def _worst_cell(r: Any) -> str:
     return f"{_pct(r.worst_coverage)} ({r.worst_instance})"
 
 
+def _misses(count: Any, expected: Any) -> str:
+    """A count of confident misses with the number expected by chance, e.g. ``2 (18.2)``."""
+    return f"{int(count)} ({_fmt(float(expected), 2)})"
+
+
 def _instance_section(pc: pd.DataFrame, corpus: str, task: str, out: Path, explored: set[str]
                       ) -> tuple[list[Path], dict[str, Any] | None]:
     """The per-instance part of a Coverage page: the figure (a panel per ε) and a table per ε, by coverage."""
@@ -248,7 +253,7 @@ def _instance_section(pc: pd.DataFrame, corpus: str, task: str, out: Path, explo
             "coord": "" if pd.isna(r.coordinate_coverage) else f"{_pct(r.coordinate_coverage)} (#{int(r.worst_coordinate)})",
             "difference": "" if pd.isna(r.difference) else f"{100 * r.difference:+.1f}",
             "width": _fmt(r.median_width_ratio), "infinite": _pct(r.infinite), "failed": _pct(r.failed),
-            "misses": str(int(r.confident_misses)), "max_miss": _fmt(r.max_miss_se, 2) + ("" if r.se_exact or pd.isna(r.max_miss_se) else " *"),
+            "misses": _misses(r.confident_misses, r.confident_expected), "max_miss": _fmt(r.max_miss_se, 2) + ("" if r.se_exact or pd.isna(r.max_miss_se) else " *"),
             "narrow": str(int(r.narrow_misses)), "trials": str(int(r.trials)),
             "cls": "comparison" if not (r.coverage < INSTANCE_FLOOR - 1e-12 or r.confident_misses > 0
                                          or r.narrow_misses > 0
@@ -257,6 +262,7 @@ def _instance_section(pc: pd.DataFrame, corpus: str, task: str, out: Path, explo
         low = int((g["coverage"] < INSTANCE_FLOOR - 1e-12).sum())
         tables.append({"eps": _eps(eps), "table_id": f"inst-{_safe(corpus)}-eps{_eps(eps)}", "rows": rows,
                        "low": low, "pairs": len(g), "misses": int(g["confident_misses"].sum()),
+                       "expected": _fmt(float(np.nansum(g["confident_expected"].to_numpy(dtype=float))), 2),
                        "narrow": int(g["narrow_misses"].sum()),
                        "inexact": bool((~g["se_exact"].astype(bool)).any())})
     stem = f"img/coverage-instances-{_safe(corpus)}-{task}"
@@ -331,7 +337,9 @@ def _inference_page_write(task: str, tasks: list[str], ct: pd.DataFrame, pt: pd.
                     "width": _fmt(r.median_width_ratio), "infinite": _pct(r.infinite), "failed": _pct(r.failed),
                     "trials": str(int(r.trials)), "worst": _worst_cell(r), "below": _pct(r.below_85),
                     "below_coord": _pct(r.coordinates_below_85),
-                    "misses": "" if pd.isna(r.confident_misses) else str(int(r.confident_misses)),
+                    "misses": "" if pd.isna(r.confident_misses) else (
+                        str(int(r.confident_misses)) if pd.isna(r.confident_expected)
+                        else _misses(r.confident_misses, r.confident_expected)),
                     "narrow": "" if pd.isna(r.narrow_misses) else str(int(r.narrow_misses)),
                     "cls": "reference" if r.algorithm == "non-private" else ("ranked" if r.eligible else
                                                                              "comparison"),
