@@ -62,18 +62,26 @@ def _run(corpus, task, name, iid, eps, seed):
     return inst, algo, out, rng, costs
 
 
-@pytest.mark.parametrize("iid,eps,seed", [("mroz87_lwage", 1.0, 0), ("mroz87_lwage", 5.0, 1), ("nsw_exp", 2.0, 2),
-                                          ("bm04_call", 1.0, 3)])
-def test_fwl_score_sandwich_release(corpus, iid, eps, seed):
+#: the excess of the u clip's mechanism (released when u has a private clip: not for a public 0/1 treatment)
+EXCESS = "Gaussian sum of clip(u) (clip(u, k C_u) - clip(u))"
+
+
+@pytest.mark.parametrize("iid,eps,seed,clipped", [("mroz87_lwage", 1.0, 0, True), ("mroz87_lwage", 5.0, 1, True),
+                                                  ("nsw_exp", 2.0, 2, False), ("bm04_call", 1.0, 3, False)])
+def test_fwl_score_sandwich_release(corpus, iid, eps, seed, clipped):
     inst, algo, out, rng, costs = _run(corpus, "sce", "fwl_score", iid, eps, seed)
     S, T, Q, N = (costs[k] for k in ("Gaussian sum of clip(u) clip(v)", "Gaussian sum of clip(u)^2",
                                      "Gaussian sum of clip(u)^2 clip(v)^2", "Gaussian count far beyond the clips"))
+    assert (EXCESS in costs) == clipped
+    E = costs.get(EXCESS, 0.0)
     rho_2 = S + T + Q
-    # tail_share of what stage 2 had goes to the counts, the rest is split as for the point release
-    assert N == pytest.approx(0.05 * (rho_2 + N), rel=RTOL)
+    # tail_share of what stage 2 had goes to the counts, as much (excess_share) to the excess of the u clip
+    # when u has a private clip, the rest is split as for the point release
+    assert N == pytest.approx(0.05 * (rho_2 + N + E), rel=RTOL)
+    assert E == pytest.approx(N if clipped else 0.0, rel=RTOL)
     assert Q == pytest.approx(0.1 * rho_2, rel=RTOL)
     assert T == pytest.approx(0.15 * (rho_2 - Q), rel=RTOL)
-    d_S, d_T, d_Q, d_N = rng.of("normal")[-4:]
+    d_S, d_T, d_Q, d_N, d_E = rng.of("normal")[-5:] if clipped else (*rng.of("normal")[-4:], None)
     C_u, C_v = out.details["C_u"], out.details["C_v"]
     assert d_S.scale == pytest.approx(2.0 * C_u * C_v / math.sqrt(2.0 * S), rel=RTOL)
     assert d_T.scale == pytest.approx(C_u**2 / math.sqrt(2.0 * T), rel=RTOL)
@@ -82,6 +90,9 @@ def test_fwl_score_sandwich_release(corpus, iid, eps, seed):
     # one count of rows (|u| or |v| far beyond its clip, or clipped in the Gram): sensitivity 1
     assert d_N.count == 1
     assert d_N.scale == pytest.approx(1.0 / math.sqrt(2.0 * N), rel=RTOL)
+    # the excess of the u clip: each row's term in [0, (tail_u - 1) C_u^2]
+    if clipped:
+        assert d_E.scale == pytest.approx(3.0 * C_u**2 / math.sqrt(2.0 * E), rel=RTOL)
     # the simulation of the nuisance error draws standard normals only after every charged draw
     assert rng.draws[-1].method == "standard_normal"
     assert out.std_error[0] > 0 and out.bias_bound[0] >= 0

@@ -54,7 +54,7 @@ from dpstats.algorithms.sce._fwl_nuisance import (
     partial_out,
 )
 from dpstats.algorithms.sce._fwl_standardise import Standardised, gram_share_for
-from dpstats.algorithms.sce._tails import tail_count
+from dpstats.algorithms.sce._tails import clip_excess, tail_count
 from dpstats.algorithms.sce._utils import (
     EM_BOUND,
     adaptive_quantile,
@@ -149,6 +149,7 @@ def fwl_score_release(
     clusters_per_group: float = 8.0,
     singleton_rows: float = 1.1,
     nonzero_share: float = 0.0,
+    excess_share: float = 0.0,
     clusters: np.ndarray | None = None,
     partialled: list[Any] | None = None,
     stage1: Standardised | None = None,
@@ -258,7 +259,9 @@ def fwl_score_release(
                                           q=q_uv)
                 C_v = min(c_v * qv, B_v)
     rho_N = tail_share * acc.remaining if se_share > 0 and not within else 0.0
-    rho_2 = acc.remaining - rho_N
+    # the excess of the u clip: with an interval, on the row path, when u has a private clip (public facts)
+    rho_E = excess_share * acc.remaining if se_share > 0 and not within and need[0] else 0.0
+    rho_2 = acc.remaining - rho_N - rho_E
     rho_Q = se_share * rho_2
     rho_T = t_share * (rho_2 - rho_Q)
     rho_S = rho_2 - rho_Q - rho_T
@@ -379,6 +382,8 @@ def fwl_score_release(
             interval_df = float(df)
         # charged before the nuisance simulation, whose draws are post-processing
         far = tail_count(u, v, C_u, C_v, tail_u, tail_v, P.over_clip, acc, rho_N, rng) if rho_N > 0 else None
+        # the one-step estimate overshoots by the share 1 - 1/r of its step when u is clipped (_tails.clip_excess)
+        over = clip_excess(u, C_u, tail_u, acc, rho_E, rng).overshoot_share(T_raw, sig_T) if rho_E > 0 else 0.0
         theta_r = theta0 + S / Tr
         nuis, dil = nuisance_spread(P, theta_r, Tr, rng)
         noise_r = math.sqrt(sig_S**2 + (S / Tr) ** 2 * sig_T**2) / Tr * abs(unit)
@@ -439,7 +444,10 @@ def fwl_score_release(
         if not scales_ok or gram_failed:
             se = math.inf
             check = "failed standardisation (scales)" if not scales_ok else "failed standardisation (Gram)"
-        extra = {"std_error": se, "bias_bound": max(abs(raw_lo - est), abs(raw_hi - est)) + floor_bias,
+        # the interval also holds the point that far back towards the pilot
+        toward_pilot = (theta_r - over * S / Tr) * unit
+        extra = {"std_error": se, "bias_bound": max(abs(raw_lo - est), abs(raw_hi - est),
+                                                    abs(toward_pilot - est)) + floor_bias,
                  "sigma_Q": sig_Q,
                  "reliability": reliab, "interval_check": check, "floored_directions": floored,
                  "sampling_error": sampling_error(facts, within, J, group_kind, count is not None, singletons)}
@@ -584,6 +592,9 @@ class FWLScore(Algorithm):
         "clusters_per_group": Param(8.0, "ours: the jackknife takes min(cluster_groups, (noisy count - 3 sd) / "
                                          "clusters_per_group) groups of clusters, so that a group is rarely empty; "
                                          "fewer than three: an infinite interval ('too few clusters')"),
+        "excess_share": Param(0.0, "ours: share of the stage-2 budget for the sum of clip(u) (clip(u, tail_u C_u) "
+                                   "- clip(u)), whose upper confidence bound bounds the one-step estimate's "
+                                   "overshoot from clipping u (interval path, a privately clipped u; 0: none)"),
         "nonzero_share": Param(0.0, "ours: share of rho for each privately scaled column's count of non-zero "
                                     "pair differences (row path; 0: none): a sparse column whose scale's median "
                                     "saw too few of them gives an infinite interval and the estimate 0 "
@@ -617,7 +628,7 @@ class FWLScore(Algorithm):
     cluster_intervals = True
     interval_params = {"se_share": 0.1, "shrink": 0.0, "shrink_uninformative": 1.0, "c_v": 2.0, "tail_share": 0.05, "clip_free_max": 2.0,
                        "u_beyond": 0.05, "ridge_above_1": 2.0, "scale_weight": 2.0, "proj_margin": 0.25,
-                       "plaus_grid": True, "nonzero_share": 0.01}
+                       "plaus_grid": True, "nonzero_share": 0.01, "excess_share": 0.05}
     public_details = {
         **FWL_SCORE_DETAILS,
         "reliability": "paid statistic: from `Gaussian sum of clip(u)^2` and the `Gaussian Gram of (1, controls, x, y)` "
@@ -653,13 +664,15 @@ class FWLScore(Algorithm):
 
     # what the interval covers, in the API's words: HC0 by default, the classical within variance with an
     # absorbed fixed effect, the delete-a-group jackknife with cluster=
-    interval_covers = ("sampling error of independent rows (heteroskedasticity-robust, HC0 sandwich) and the privacy "
-                       "noise; not clustered sampling error, nor clipping bias")
+    interval_covers = ("sampling error of independent rows (heteroskedasticity-robust, HC0 sandwich), the privacy "
+                       "noise and the overshoot from clipping the regressor; not clustered sampling error, nor "
+                       "other clipping bias")
     interval_covers_within = ("sampling error of independent rows within the absorbed fixed-effect levels "
                               "(classical, homoskedastic within variance) and the privacy noise; not "
                               "heteroskedasticity-robust or clustered sampling error, nor clipping bias")
     interval_covers_cluster = ("cluster-robust sampling error (a delete-a-group jackknife over groups of the "
-                               "clusters, t quantile) and the privacy noise; not clipping bias")
+                               "clusters, t quantile), the privacy noise and the overshoot from clipping the "
+                               "regressor; not other clipping bias")
     interval_robust = True
     # judged per instance on the public corpus (docs/benchmark/inference.md, per-instance validity)
     interval_validated = True
