@@ -1,7 +1,7 @@
 """Agreement with the study on one ``sce`` instance: how often an interval reaches the study's conclusion.
 
 A summary of the stored interval rows (as :mod:`dpstats.bench.coverage_summary`,
-on which it sits) for the instance pages of the report: per algorithm and
+beside it in the benchmark's layers) for the instance pages of the report: per algorithm and
 ε, the share of trials whose interval has the study's sign and the share
 that excludes zero exactly when the study's interval does, beside the same
 shares of the non-private interval on the same draws.

@@ -63,10 +63,10 @@ class ClipExcess:
         """An upper bound of ``1 - 1 / r``, the share of the step ``S / T`` that overshoots (post-processing).
 
         ``r = sum clip(u) u / sum clip(u)^2 >= 1``; its part from the rows up to
-        ``k C_u`` is ``1 + excess / T``. Upper confidence bounds: the excess
-        plus two noise sd over ``T`` (released, noise sd ``sigma_T``) minus two,
-        floored at one noise sd. The rows beyond ``k C_u`` are the tail count's
-        (:func:`tail_count`).
+        ``k C_u`` is ``1 + excess / T``. The upper confidence bound of ``r``
+        takes the excess plus two of its noise sd over the released ``T``
+        minus two of its noise sd ``sigma_T`` (at least one). The rows beyond
+        ``k C_u`` are the tail count's (:func:`tail_count`).
         """
         r_up = 1.0 + max(self.value + 2.0 * self.sigma, 0.0) / max(T - 2.0 * sigma_T, sigma_T)
         return 1.0 - 1.0 / r_up
