@@ -19,7 +19,7 @@ Examples
 >>> sorted({a.task for a in list_algorithms()})
 ['linreg', 'mean', 'sce']
 >>> [c.name for c in list_configurations("sce", named=True)]
-['fwl_score[api]']
+['fwl_score[api]', 'fwl_score_tuned_eps10']
 """
 
 from __future__ import annotations
