@@ -319,7 +319,8 @@ def _chance(low: np.ndarray, high: np.ndarray, se: np.ndarray, level: float, thr
 
 
 def _chance_column(df: pd.DataFrame, threshold: float) -> np.ndarray:
-    """:func:`_chance` per trial of a table with ``np_quantile`` (NaN where the SE is unknown or nothing is finite)."""
+    """:func:`_chance` per trial of a validity table, for another threshold (NaN where the SE is unknown or nothing
+    is finite); :func:`trial_validity` computes it in its own pass over the rows."""
     out = np.full(len(df), math.nan)
     if not {"low", "high", "np_low", "np_high", "np_quantile"} <= set(df.columns):
         return out
@@ -392,6 +393,7 @@ def trial_validity(intervals: pd.DataFrame, threshold: float = CONFIDENT_MISS_SE
     miss = np.full(n, math.nan)
     np_miss = np.full(n, math.nan)
     narrow = np.zeros(n, dtype=bool)
+    chance = np.full(n, math.nan)
     col = {c: (df[c].tolist() if c in df.columns else [None] * n) for c in
            ("truth", "low", "high", "np_low", "np_high", "study_low", "study_high", "study_se", "n_draw", "se_type",
             "level")}
@@ -418,6 +420,7 @@ def trial_validity(intervals: pd.DataFrame, threshold: float = CONFIDENT_MISS_SE
         if lo is not None and hi is not None and lo.size == truth.size == hi.size:
             miss[i] = _miss(lo, hi, truth, se)
             narrow[i] = _narrow(lo, hi, nlo, nhi, truth, se)
+            chance[i] = _chance(lo, hi, se, level, threshold)
     out = df.copy()
     cov, np_cov = out["covered"].to_numpy(dtype=float), out["np_covered"].to_numpy(dtype=float)
     out["covered_all"] = np.where(np.isnan(cov), np.nan, (cov >= 1.0 - 1e-12).astype(float))
@@ -429,7 +432,7 @@ def trial_validity(intervals: pd.DataFrame, threshold: float = CONFIDENT_MISS_SE
     out["np_miss_se"] = np_miss
     out["np_confident_miss"] = np.nan_to_num(np_miss, nan=-math.inf) > threshold
     out["narrow_miss"] = narrow
-    out["confident_chance"] = _chance_column(out, threshold)
+    out["confident_chance"] = chance
     return out
 
 
