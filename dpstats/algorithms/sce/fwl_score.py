@@ -150,6 +150,7 @@ def fwl_score_release(
     singleton_rows: float = 1.1,
     nonzero_share: float = 0.0,
     excess_share: float = 0.0,
+    u_clip_growth: float = 0.0,
     clusters: np.ndarray | None = None,
     partialled: list[Any] | None = None,
     stage1: Standardised | None = None,
@@ -253,7 +254,13 @@ def fwl_score_release(
             if need[0]:
                 _, qu = private_grid_cell(np.abs(u), clip_grid, e_q, rng, acc=acc, mechanism="grid quantile |u|",
                                           q=q_uv)
-                C_u = min(c_u * clip_widening(q_uv, u_beyond) * qu, B_u)
+                # where the located clip leaves many rows above it and the privacy noise is small against the
+                # sampling error (sqrt(rho n) large; both public) the clip reaches further into the tail, since
+                # a clipped regressor's estimand is not OLS's when the conditional mean is not linear, and
+                # that bias is outside the interval
+                widen = clip_widening(q_uv, u_beyond)
+                grow = _growth(rho, n, u_clip_growth) if widen > 1.0 else 1.0
+                C_u = min(c_u * grow * widen * qu, B_u)
             if need[1]:
                 _, qv = private_grid_cell(np.abs(v), clip_grid, e_q, rng, acc=acc, mechanism="grid quantile |v|",
                                           q=q_uv)
@@ -465,6 +472,11 @@ def fwl_score_release(
     }
 
 
+def _growth(rho: float, n: int, scale: float) -> float:
+    """The |u| clip's multiplier ``min(2, max(1, sqrt(rho n) / scale))`` (1 when ``scale`` is 0; public)."""
+    return 1.0 if scale <= 0 else min(2.0, max(1.0, math.sqrt(rho * n) / scale))
+
+
 #: the fallback reason of an estimate that the shrinkage took to 0
 SHRUNK_TO_0 = "shrunk to 0: the estimate is within one privacy-noise standard deviation of 0"
 
@@ -611,6 +623,12 @@ class FWLScore(Algorithm):
                                    "instead of [1e-10, 1e10]: a clip outside it fails the plausibility checks "
                                    "anyway, and the cells beyond it take most of the exponential mechanism's "
                                    "mass at small epsilon n"),
+        "u_clip_growth": Param(0.0, "ours: where the located |u| clip leaves more than u_beyond of the rows above "
+                                    "it (clip_widening > 1), it is also multiplied by min(2, max(1, sqrt(rho n) / "
+                                    "u_clip_growth)) (0: by 1): where the privacy noise is small against the "
+                                    "sampling error the clip reaches further into the tail, since a clipped "
+                                    "regressor's estimand differs from OLS's when the model is not linear, a "
+                                    "bias outside the interval (row path)"),
         "tail_u": Param(4.0, "ours: a row is far beyond the clip of u when |u| > tail_u C_u"),
         "tail_v": Param(2.0, "ours: ... of v when |v| > tail_v C_v"),
         "tail_frac": Param(0.01, "ours: an infinite interval when the noisy count of rows far beyond a clip exceeds "
@@ -628,7 +646,7 @@ class FWLScore(Algorithm):
     cluster_intervals = True
     interval_params = {"se_share": 0.1, "shrink": 0.0, "shrink_uninformative": 1.0, "c_v": 2.0, "tail_share": 0.05, "clip_free_max": 2.0,
                        "u_beyond": 0.05, "ridge_above_1": 2.0, "scale_weight": 2.0, "proj_margin": 0.25,
-                       "plaus_grid": True, "nonzero_share": 0.01, "excess_share": 0.05}
+                       "plaus_grid": True, "nonzero_share": 0.01, "excess_share": 0.05, "u_clip_growth": 9.0}
     public_details = {
         **FWL_SCORE_DETAILS,
         "reliability": "paid statistic: from `Gaussian sum of clip(u)^2` and the `Gaussian Gram of (1, controls, x, y)` "
