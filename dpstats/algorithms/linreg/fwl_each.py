@@ -178,7 +178,7 @@ class FWLEach(Algorithm):
         shared = bool(params.pop("shared"))
         acc = ZCDPAccountant(epsilon, delta)
         stage1 = None
-        fraction = 1.0 / k
+        fraction, left = 1.0 / k, 1.0
         if shared:
             # stage 1 once, on fwl_score's shares of the whole budget: every slope's standardisation and Gram
             # are those of the same columns. Each slope's stage 2 then holds 1/k of what is left, with its
@@ -213,7 +213,10 @@ class FWLEach(Algorithm):
             share = part(acc, fraction, name)
             kept: list[Partialled] = []
             f_c = replace(facts, task="sce", coefficient=name, coef_index=c)
-            e, s, b, df, det = fwl_score_coefficient(data, f_c, share, rng, params, partialled=kept, stage1=stage1)
+            # with a shared stage 1 the slope's release holds stage 1 and its part of stage 2 (public)
+            whole = None if stage1 is None else acc.rho * (1.0 - left) + share.rho
+            e, s, b, df, det = fwl_score_coefficient(data, f_c, share, rng, params, partialled=kept, stage1=stage1,
+                                                     release_rho=whole)
             est[c] = e
             noise[c] = float(det.get("noise_sd", 0.0))
             if det.get("fallback"):

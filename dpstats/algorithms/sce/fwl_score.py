@@ -154,6 +154,7 @@ def fwl_score_release(
     clusters: np.ndarray | None = None,
     partialled: list[Any] | None = None,
     stage1: Standardised | None = None,
+    release_rho: float | None = None,
 ) -> tuple[float, dict[str, Any]]:
     """Run both stages, spending the accountant's whole budget.
 
@@ -179,6 +180,9 @@ def fwl_score_release(
     targets (:func:`~dpstats.algorithms.sce._fwl_nuisance.standardise`):
     stage 1 is then post-processing of it, and ``acc`` pays for stage 2 only
     (its shares ``q_share`` etc. are then shares of ``acc``'s budget).
+    ``release_rho`` is the zCDP budget of the coefficient's whole release,
+    which the growth of the ``|u|`` clip reads (``u_clip_growth``; default
+    ``acc.rho``; with ``stage1``, stage 1's cost plus ``acc``'s budget).
 
     Returns
     -------
@@ -259,7 +263,7 @@ def fwl_score_release(
                 # a clipped regressor's estimand is not OLS's when the conditional mean is not linear, and
                 # that bias is outside the interval
                 widen = clip_widening(q_uv, u_beyond)
-                grow = _growth(rho, n, u_clip_growth) if widen > 1.0 else 1.0
+                grow = _growth(rho if release_rho is None else release_rho, n, u_clip_growth) if widen > 1.0 else 1.0
                 C_u = min(c_u * grow * widen * qu, B_u)
             if need[1]:
                 _, qv = private_grid_cell(np.abs(v), clip_grid, e_q, rng, acc=acc, mechanism="grid quantile |v|",
@@ -483,7 +487,7 @@ SHRUNK_TO_0 = "shrunk to 0: the estimate is within one privacy-noise standard de
 
 def fwl_score_coefficient(
     data: TaskData, facts: Any, acc: ZCDPAccountant, rng: np.random.Generator, params: Mapping[str, Any],
-    partialled: list[Any] | None = None, stage1: Standardised | None = None,
+    partialled: list[Any] | None = None, stage1: Standardised | None = None, release_rho: float | None = None,
 ) -> tuple[float, float | None, float | None, float | None, dict[str, Any]]:
     """``fwl_score``'s release of the coefficient ``facts.coef_index``, spending ``acc``'s whole budget.
 
@@ -494,8 +498,8 @@ def fwl_score_coefficient(
     and, with
     ``shrink_uninformative``, the shrinkage of an estimate whose interval is
     infinite. ``partialled``, when given, receives stage 1's
-    :class:`~dpstats.algorithms.sce._fwl_nuisance.Partialled`; ``stage1`` is
-    :func:`fwl_score_release`'s.
+    :class:`~dpstats.algorithms.sce._fwl_nuisance.Partialled`; ``stage1`` and
+    ``release_rho`` are :func:`fwl_score_release`'s.
 
     Returns
     -------
@@ -512,7 +516,7 @@ def fwl_score_coefficient(
     shrink_inf = float(p.pop("shrink_uninformative"))
     est, det = fwl_score_release(data.X, cast(np.ndarray, data.y), facts, acc, rng,
                                  clusters=getattr(data, "clusters", None), partialled=partialled, stage1=stage1,
-                                 **p)
+                                 release_rho=release_rho, **p)
     se, bias = det.pop("std_error", None), det.pop("bias_bound", None)
     if se is not None and not math.isfinite(se) and shrink_inf > 0 and "fallback" not in det and est != 0.0:
         # an infinite interval says "cannot tell"; the estimate shown with it is then shrunk towards 0 as

@@ -116,7 +116,7 @@ def test_papke05_pooled_year_effects_are_absorbed():
     assert sum(lo <= truth <= hi for lo, hi, _ in ivs) >= 5
     # the control: the year term in the Gram keeps the year trend in the estimate (interval centres 14-25
     # for 8.4, measured; 3 of 6 cover since the constant is partialled out exactly, none before), with the
-    # |u| clip as it was measured (u_clip_growth = 0; the grown clip reaches the rows that carry the trend)
+    # |u| clip as it was measured (u_clip_growth = 0; with the grown clip draw 1's centre is 7.3)
     _, pooled = _intervals("papke05_pooled", 3.0, range(6), independent=True, absorb_sole=0, u_clip_growth=0.0)
     assert all(math.isfinite(hi - lo) and (lo + hi) / 2 > truth + 4.0 for lo, hi, _ in pooled)
     assert sum(lo <= truth <= hi for lo, hi, _ in pooled) <= 3
