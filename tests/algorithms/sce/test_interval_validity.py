@@ -238,7 +238,7 @@ def test_engel_food_grown_clip_covers_at_epsilon_10():
     grown by ``min(2, sqrt(rho n) / 9)`` (2 here: ``u_clip_growth``) 37 of 40 draws cover (measured).
     """
     fin, cov = _covered("engel_food", 10.0, range(40))
-    assert fin >= 38 and cov >= 36
+    assert fin >= 36 and cov >= 35  # measured 38 finite, 37 covering
     # the control: the clip as located (measured 31 of 40 covering, 39 finite)
     fin0, cov0 = _covered("engel_food", 10.0, range(40), u_clip_growth=0.0)
-    assert fin0 >= 38 and cov0 <= 33
+    assert fin0 >= 36 and cov0 <= 33
