@@ -26,11 +26,14 @@ from __future__ import annotations
 
 import math
 
+from dpstats.algorithms.sce.fwl_score import FWLScore
 from tests.algorithms.draws import interval_releases, truth
 
 
 #: the interval configuration as these draws were measured: without the counts of non-zero pair differences
 BEFORE_COUNTS = {"nonzero_share": 0.0}
+#: ... and as it is released, for draws measured after the counts
+AS_RELEASED = {"nonzero_share": FWLScore.interval_params["nonzero_share"]}
 
 
 def _intervals(iid: str, eps: float, seeds, **override):
@@ -219,14 +222,10 @@ def test_clip_quantiles_on_the_plausible_range_rescue_failed_scales():
 
 
 def _covered(iid: str, eps: float, seeds, **override) -> tuple[int, int]:
-    """(finite, covering) intervals of the current interval configuration (``override`` on top)."""
-    t = float(truth(iid)[0])
-    fin = cov = 0
-    for rel in interval_releases("sce", "fwl_score", iid, eps, seeds, **override):
-        lo, hi = (float(a[0]) for a in rel.conf_int(0.95))
-        fin += math.isfinite(hi - lo)
-        cov += lo <= t <= hi
-    return fin, cov
+    """(finite, covering) intervals of the interval configuration as released, with its counts of non-zero
+    pair differences (``override`` on top)."""
+    truth, ivs = _intervals(iid, eps, seeds, **{**AS_RELEASED, **override})
+    return sum(math.isfinite(hi - lo) for lo, hi, _ in ivs), sum(lo <= truth <= hi for lo, hi, _ in ivs)
 
 
 def test_engel_food_grown_clip_covers_at_epsilon_10():
