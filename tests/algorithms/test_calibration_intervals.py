@@ -70,22 +70,28 @@ EXCESS = "Gaussian sum of clip(u) (clip(u, k C_u) - clip(u))"
                                                   ("nsw_exp", 2.0, 2, False), ("bm04_call", 1.0, 3, False)])
 def test_fwl_score_sandwich_release(corpus, iid, eps, seed, clipped):
     inst, algo, out, rng, costs = _run(corpus, "sce", "fwl_score", iid, eps, seed)
-    S, T, Q, N = (costs[k] for k in ("Gaussian sum of clip(u) clip(v)", "Gaussian sum of clip(u)^2",
-                                     "Gaussian sum of clip(u)^2 clip(v)^2", "Gaussian count far beyond the clips"))
+    rho_2, N = (costs[k] for k in ("Gaussian sums of clip(u) clip(v), clip(u)^2, clip(u)^2 clip(v)^2",
+                                   "Gaussian count far beyond the clips"))
     assert (EXCESS in costs) == clipped
     E = costs.get(EXCESS, 0.0)
-    rho_2 = S + T + Q
     # tail_share of what stage 2 had goes to the counts, as much (excess_share) to the excess of the u clip
-    # when u has a private clip, the rest is split as for the point release
+    # when u has a private clip; S, T and Q are one mechanism costing the rest, split into shares as for the
+    # point release with se_share for Q
     assert N == pytest.approx(0.05 * (rho_2 + N + E), rel=RTOL)
     assert E == pytest.approx(N if clipped else 0.0, rel=RTOL)
-    assert Q == pytest.approx(0.1 * rho_2, rel=RTOL)
-    assert T == pytest.approx(0.15 * (rho_2 - Q), rel=RTOL)
+    Q = 0.1 * rho_2
+    T = 0.15 * (rho_2 - Q)
+    S = rho_2 - Q - T
     d_S, d_T, d_Q, d_N, d_E = rng.of("normal")[-5:] if clipped else (*rng.of("normal")[-4:], None)
     C_u, C_v = out.details["C_u"], out.details["C_v"]
-    assert d_S.scale == pytest.approx(2.0 * C_u * C_v / math.sqrt(2.0 * S), rel=RTOL)
-    assert d_T.scale == pytest.approx(C_u**2 / math.sqrt(2.0 * T), rel=RTOL)
-    assert d_Q.scale == pytest.approx((C_u * C_v) ** 2 / math.sqrt(2.0 * Q), rel=RTOL)
+    # docs: at the scales of the shares, a replaced row moves (S, T, Q) by at most sqrt(max_t (S/2) (1 + t)^2 +
+    # 2 (T + Q) (1 - t^2)^2) noise units (rows a = b = 1 and a' = -t, b' = 1 in units of the clips); every scale
+    # shrinks by one factor until half its square, the cost, is rho_2
+    t = np.linspace(0.0, 1.0, 100001)
+    k = math.sqrt(0.5 * float(np.max(0.5 * S * (1 + t) ** 2 + 2.0 * (T + Q) * (1 - t * t) ** 2)) / rho_2)
+    assert d_S.scale == pytest.approx(k * 2.0 * C_u * C_v / math.sqrt(2.0 * S), rel=RTOL)
+    assert d_T.scale == pytest.approx(k * C_u**2 / math.sqrt(2.0 * T), rel=RTOL)
+    assert d_Q.scale == pytest.approx(k * (C_u * C_v) ** 2 / math.sqrt(2.0 * Q), rel=RTOL)
     assert out.details["sigma_Q"] == pytest.approx(d_Q.scale, rel=RTOL)
     # one count of rows (|u| or |v| far beyond its clip, or clipped in the Gram): sensitivity 1
     assert d_N.count == 1

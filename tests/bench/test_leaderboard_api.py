@@ -40,8 +40,8 @@ from dpstats.data.corpus import Corpus
 INSTANCES = {"sce": "mroz87_lwage", "linreg": "mroz87_lwage_linreg", "mean": "mean_mroz87_lwage"}
 #: the mechanism that pays for each default's interval (docs/algorithms/<task>/<name>.md), and an epsilon at which
 #: the instance takes the path that spends it (adaptive_whiten's interval is free on its whitened path)
-INTERVAL_MECHANISM = {"sce": ("Gaussian sum of clip(u)^2 clip(v)^2", 3.0),
-                      "linreg": ("Gaussian sum of clip(u)^2 clip(v)^2 (educ)", 3.0),
+INTERVAL_MECHANISM = {"sce": ("Gaussian sums of clip(u) clip(v), clip(u)^2, clip(u)^2 clip(v)^2", 3.0),
+                      "linreg": ("Gaussian sums of clip(u) clip(v), clip(u)^2, clip(u)^2 clip(v)^2 (educ)", 3.0),
                       "mean": ("clipped second moment (box)", 1.0)}
 PLUGIN = "tests.bench.test_leaderboard_api:CoinFallback"
 

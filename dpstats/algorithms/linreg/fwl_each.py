@@ -122,22 +122,22 @@ class FWLEach(Algorithm):
     public_details = {
         "interval_check": "paid statistic: the first slope's check that made its interval infinite ('ok' when "
                           "none did): fwl_score's interval_check of that slope, from its entries (`Gaussian Gram of "
-                          "(1, controls, x, y)`, `grid quantile`, `Gaussian sum of clip(u)^2`, ...; each named "
+                          "(1, controls, x, y)`, `grid quantile`, `Gaussian sums of clip(u) clip(v), clip(u)^2`, ...; each named "
                           "'<mechanism> (<slope>)'); with points = 'dpnewton', the public reason of that branch",
         "interval_checks": "paid statistic: each term's check, fwl_score's interval_check per slope from its entries "
-                           "(`Gaussian Gram of (1, controls, x, y)`, `grid quantile`, `Gaussian sum of clip(u)^2`, "
-                           "...); the intercept's is the public INTERCEPT_CHECK; with points = 'dpnewton', the "
+                           "(`Gaussian Gram of (1, controls, x, y)`, `grid quantile`, `Gaussian sums of clip(u) "
+                           "clip(v), clip(u)^2`, ...); the intercept's is the public INTERCEPT_CHECK; with points = 'dpnewton', the "
                            "branch's public reason for every term",
         "fallback": "paid statistic: the first fallback among the terms: fwl_score's fallback of a slope (from its "
-                    "`Gaussian Gram of (1, controls, x, y)`, `grid quantile` and `Gaussian sum of clip(u) clip(v)` "
-                    "entries), or the intercept's when no slope's Gram passed its checks; with points = "
+                    "`Gaussian Gram of (1, controls, x, y)`, `grid quantile` and `Gaussian sums of clip(u) clip(v), "
+                    "clip(u)^2` entries), or the intercept's when no slope's Gram passed its checks; with points = "
                     "'dpnewton', dpnewton's: the point guard fired, from `Z'Z and Z'u (joint Gaussian)` and "
                     "`rows away from the centre of y`",
         "guard": "paid statistic: which terms are fallbacks, from the same entries as fallback (`Gaussian Gram of "
-                 "(1, controls, x, y)`, `grid quantile`, `Gaussian sum of clip(u) clip(v)`); with points = "
+                 "(1, controls, x, y)`, `grid quantile`, `Gaussian sums of clip(u) clip(v), clip(u)^2`); with points = "
                  "'dpnewton', dpnewton's: from `Z'Z and Z'u (joint Gaussian)` and `rows away from the centre of y`",
-        "noise_sd": "paid statistic: each slope's fwl_score noise_sd (from its `Gaussian sum of clip(u) clip(v)` "
-                    "and `Gaussian sum of clip(u)^2`); 0 for the intercept",
+        "noise_sd": "paid statistic: each slope's fwl_score noise_sd (from its `Gaussian sums of clip(u) clip(v), "
+                    "clip(u)^2`); 0 for the intercept",
         "sampling_error": "public fact: the kind of sampling error each slope's interval accounts for (fwl_score's, "
                           "set by the design's column names, facts.cluster and the hyperparameters)",
         "parts": "public fact: the number of slopes, each released on 1/parts of rho",

@@ -493,11 +493,19 @@ def gram_sensitivity(B: float) -> float:
     """L2 sensitivity of the upper triangle of ``A'A`` for rows ``a = (1, s)`` with ``||s|| <= B``.
 
     The constant entry ``n`` is public and not released. Replacing ``s`` by
-    ``s'`` changes the first row of ``A'A`` by ``s - s'`` (norm ``<= 2B``) and
-    the rest by ``ss' - s's'' `` whose upper triangle has squared norm at most
-    ``||s||^4 + ||s'||^4 <= 2 B^4``; so ``sqrt(4 B^2 + 2 B^4)``.
+    ``s'``, with ``c = s . s'`` (so ``|c| <= B^2``), changes the first row of
+    ``A'A`` by ``s - s'``, of squared norm ``||s||^2 + ||s'||^2 - 2c <= 2B^2 - 2c``,
+    and the rest by the upper triangle of ``M = ss' - s's''``, whose squared
+    norm is ``(||M||_F^2 + sum_i M_ii^2) / 2`` with ``||M||_F^2 = ||s||^4 +
+    ||s'||^4 - 2c^2`` and ``sum_i M_ii^2 = sum_i (s_i^2 - s'_i^2)^2 <= ||s||^4 +
+    ||s'||^4``: at most ``2B^4 - c^2``. The total ``2B^4 + 2B^2 - 2c - c^2`` is
+    largest at ``c = -1`` when ``B >= 1`` (``2B^4 + 2B^2 + 1``) and at ``c =
+    -B^2`` otherwise (``B^4 + 4B^2``). Neighbours reach ``2B^4 + 2B^2 + 1/2``
+    (``test_gram_sensitivity_bound``); the two parts bounded apart give
+    ``sqrt(4B^2 + 2B^4)``, up to 11 % more.
     """
-    return float(math.sqrt(4.0 * B * B + 2.0 * B**4))
+    b2 = B * B
+    return float(math.sqrt(2.0 * b2 * b2 + 2.0 * b2 + 1.0 if b2 >= 1.0 else b2 * b2 + 4.0 * b2))
 
 
 def noisy_gram(

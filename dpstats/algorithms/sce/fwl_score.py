@@ -44,9 +44,9 @@ from dpstats.algorithms.base import Algorithm, Outcome, Param, PublicFacts, Task
 from dpstats.algorithms.registry import register
 from dpstats.algorithms.sce._cluster_groups import cluster_groups as label_groups_of
 from dpstats.algorithms.sce._cluster_groups import group_jackknife, groups_for_count, noisy_cluster_count
+from dpstats.algorithms.sce._fwl_details import FWL_SCORE_DETAILS
 from dpstats.algorithms.sce._fwl_interval import clip_widening, clustered_on, sampling_error, score_std_error, shrunk
 from dpstats.algorithms.sce._fwl_nuisance import (
-    STAGE1_DETAILS,
     _design_columns,
     _floor_sensitivity,
     absorbed_block,
@@ -54,6 +54,7 @@ from dpstats.algorithms.sce._fwl_nuisance import (
     partial_out,
 )
 from dpstats.algorithms.sce._fwl_standardise import Standardised, gram_share_for
+from dpstats.algorithms.sce._score_sums import joint_score_scales
 from dpstats.algorithms.sce._tails import clip_excess, tail_count
 from dpstats.algorithms.sce._utils import (
     EM_BOUND,
@@ -72,36 +73,6 @@ from dpstats.privacy.accounting import ZCDPAccountant, em_epsilon, zcdp_epsilon
 from dpstats.privacy.quantiles import private_grid_cell
 
 __all__ = ["FWLScore", "fwl_score_release"]
-
-
-#: the keys of :func:`fwl_score_release`'s details and why each is public
-FWL_SCORE_DETAILS = {
-    **STAGE1_DETAILS,
-    "theta0": "paid statistic: pilot from the `Gaussian Gram of (1, controls, x, y)` (or the `Gaussian within pair "
-              "scatter of (controls, x, y)`)",
-    "unshrunk": "paid statistic: theta0 + S / T from `Gaussian sum of clip(u) clip(v)`, `Gaussian sum of clip(u)^2`",
-    "noise_sd": "paid statistic: a function of `Gaussian sum of clip(u) clip(v)`, `Gaussian sum of clip(u)^2` "
-                "and their noise scales",
-    "scales_ok": "paid statistic: a test on `grid quantile (row norm)`, `grid quantile |u|`, `|v|` (or B_u, B_v; with an "
-                 "absorbed fixed effect `grid quantile (pair difference norm)`, `grid quantile |u_i - u_j|`, `|v_i - v_j|`)",
-    "C_u": "paid statistic: `grid quantile |u|` (or `grid quantile |u_i - u_j|`) times c_u (and, row level, the public "
-           "clip_widening factor), at most B_u (B_u alone for a public 0/1 column)",
-    "C_v": "paid statistic: `grid quantile |v|` (or `grid quantile |v_i - v_j|`) times c_v, at most B_v (B_v alone for a public 0/1 outcome)",
-    "B_u": "paid statistic: largest |u| under the public bounds, given `Gaussian Gram of (1, controls, x, y)` and "
-           "the private `grid median` locations and scales (inf without bounds)",
-    "B_v": "paid statistic: largest |v| under the public bounds, given `Gaussian Gram of (1, controls, x, y)` and "
-           "the private `grid median` locations and scales (inf without bounds)",
-    "sigma_S": "paid statistic: 2 C_u C_v / sqrt(2 rho_S) (3 C_u C_v with an absorbed fixed effect; times sqrt(J) "
-               "for the total of J group sums), from `grid quantile |u` and `grid quantile |v` (or the bounds)",
-    "sigma_T": "paid statistic: C_u^2 / sqrt(2 rho_T) (1.5 C_u^2 with an absorbed fixed effect, sqrt(2) C_u^2 for "
-               "sums per group of clusters at row level; times sqrt(J) for the total of J group sums), from "
-               "`grid quantile |u` (or the bound B_u)",
-    "absorbed_levels": "public fact: levels of the categorical term absorbed (0: none), from the design's column "
-                       "names",
-    "private_columns": "public fact: number of columns standardised privately (those without public bounds)",
-    "cluster_count": "paid statistic: `Gaussian count of clusters` (clustered sampling whose clusters are not the "
-                     "absorbed levels)",
-}
 
 
 def fwl_score_release(
@@ -337,10 +308,19 @@ def fwl_score_release(
     else:
         uc = np.clip(u, -C_u, C_u)
         vc = np.clip(v, -C_v, C_v)
-        S = acc.gaussian("Gaussian sum of clip(u) clip(v)", float(np.sum(uc * vc)),
-                         sensitivity=2.0 * C_u * C_v, sigma=sig_S, rng=rng)
-        T_raw = acc.gaussian("Gaussian sum of clip(u)^2", float(np.sum(uc * uc)), sensitivity=C_u**2, sigma=sig_T,
-                             rng=rng)
+        # S, T and (with an interval) Q as one Gaussian mechanism, charged for their joint worst case
+        sig_S, sig_T, sig_Q, sens2 = joint_score_scales(C_u, C_v, rho_S, rho_T, rho_Q)
+        joint = "one row moves them together (_score_sums.score_sums_sens2)"
+        if rho_Q > 0:
+            S_a, T_a, Q_a = acc.gaussian_joint(
+                "Gaussian sums of clip(u) clip(v), clip(u)^2, clip(u)^2 clip(v)^2",
+                [np.sum(uc * vc), np.sum(uc * uc), np.sum((uc * vc) ** 2)], sigmas=[sig_S, sig_T, sig_Q],
+                sens2=sens2, rng=rng, note=joint)
+            Q = float(Q_a)
+        else:
+            S_a, T_a = acc.gaussian_joint("Gaussian sums of clip(u) clip(v), clip(u)^2", [np.sum(uc * vc), np.sum(uc * uc)],
+                                          sigmas=[sig_S, sig_T], sens2=sens2, rng=rng, note=joint)
+        S, T_raw = float(S_a), float(T_a)
     T = max(T_raw, 0.25 * P.Dx, sig_T)
     unit = P.unit
     est = (theta0 + S / T) * unit
@@ -375,12 +355,7 @@ def fwl_score_release(
             assert S_k is not None and T_k is not None
             V_J = group_jackknife(theta0, S_k, T_k, sig_T / math.sqrt(J))
             interval_df = float(J - 1)
-        elif not within:
-            sig_Q = (C_u * C_v) ** 2 / math.sqrt(2.0 * rho_Q)
-            Q = acc.gaussian("Gaussian sum of clip(u)^2 clip(v)^2", float(np.sum((uc * vc) ** 2)),
-                             sensitivity=(C_u * C_v) ** 2, sigma=sig_Q, rng=rng,
-                             note="each term in [0, C_u^2 C_v^2]: replace-one sensitivity C_u^2 C_v^2")
-        else:
+        elif within:
             assert cells is not None
             # the classical within variance needs the residual sum of squares only: R, the pair U-statistic
             # of clip(v_i - v_j)^2 (sensitivity 1.5 C_v^2, as T), and sigma^2 = (R - S^2 / T) / df
@@ -653,9 +628,11 @@ class FWLScore(Algorithm):
                        "plaus_grid": True, "nonzero_share": 0.01, "excess_share": 0.05, "u_clip_growth": 9.0}
     public_details = {
         **FWL_SCORE_DETAILS,
-        "reliability": "paid statistic: from `Gaussian sum of clip(u)^2` and the `Gaussian Gram of (1, controls, x, y)` "
+        "reliability": "paid statistic: from `Gaussian sums of clip(u) clip(v), clip(u)^2` and the `Gaussian Gram of "
+                       "(1, controls, x, y)` "
                        "(simulated nuisance error, post-processing)",
-        "sigma_Q": "paid statistic: C_u^2 C_v^2 / sqrt(2 rho_Q) (1.5 C_v^2 / sqrt(2 rho_Q) for the residual sum "
+        "sigma_Q": "paid statistic: C_u^2 C_v^2 / sqrt(2 rho_Q) times the joint factor (1.5 C_v^2 / sqrt(2 rho_Q) for "
+                   "the residual sum "
                    "of squares with an absorbed fixed effect), from `grid quantile |u`, `grid quantile |v` (or the bounds)",
         "floored_directions": "paid statistic: eigenvalues of the controls' block of the `Gaussian Gram of (1, "
                               "controls, x, y)` (or the `Gaussian within pair scatter of (controls, x, y)`) below "
@@ -666,9 +643,11 @@ class FWLScore(Algorithm):
         "fallback": "paid statistic: why the release is 0 rather than an estimate (a failed standardisation, from "
                     "`grid quantile (row norm)`, `grid quantile |u|` and the `Gaussian Gram of (1, controls, x, y)`, "
                     "or a sparse column from its `Gaussian count of non-zero pair differences`; "
-                    "or shrinkage of theta0 + S / T from `Gaussian sum of clip(u) clip(v)`, `Gaussian sum of clip(u)^2`)",
+                    "or shrinkage of theta0 + S / T from `Gaussian sums of clip(u) clip(v), clip(u)^2` or, within "
+                    "pairs, `Gaussian sum of clip(u) clip(v)`, `Gaussian sum of clip(u)^2`)",
         "interval_check": "paid statistic: which check made the interval infinite ('ok' when none did), a "
-                          "function of `Gaussian sum of clip(u)^2`, the `Gaussian Gram of (1, controls, x, y)`, "
+                          "function of `Gaussian sums of clip(u) clip(v), clip(u)^2` (within pairs `Gaussian sum of "
+                          "clip(u)^2`), the `Gaussian Gram of (1, controls, x, y)`, "
                           "`grid quantile (row norm)`, `grid quantile |u|`, the `Gaussian count far beyond the clips` "
                           "and the private scales (`grid median of non-zero pair differences`) against public bounds; "
                           "with `nonzero_share`, the `Gaussian count of non-zero pair differences` of each "

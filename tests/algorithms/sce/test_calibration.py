@@ -338,7 +338,9 @@ def _check_ems(out, rng, spy, em_sens=None):
     gumbels = rng.of("gumbel")
     assert len(spy.calls) == len(ems), ([c.epsilon for c in spy.calls], ems)
     assert len(gumbels) == len(spy.calls), "an exponential mechanism bypassed the spy"
-    assert len(rng.noise()) == len(noise), (rng.noise(), noise)
+    # one draw per noise entry, one per block of a joint Gaussian mechanism
+    assert len(rng.noise()) == sum(len(r.scale) if r.kind == "gaussian_joint" else 1 for r in noise), (
+        rng.noise(), noise)
     # every other draw is data-independent randomness: partitions, matchings, resample counts, and the
     # uniform point inside the interval a continuous (Smith / widened) mechanism picked
     others = {d.method for d in rng.draws} - {"gumbel", "normal", "standard_normal", "laplace"}
@@ -508,7 +510,8 @@ def _gram_checks(rho, ems, noise, spy, rng, m, n_cols, g_share):
     gram_row = noise[0]
     assert gram_row[0].startswith("Gaussian Gram")
     assert gram_row[1] == pytest.approx(g_share * rho, rel=RTOL)
-    delta_G = math.sqrt(4.0 * B**2 + 2.0 * B**4)  # docs: first row s - s', rest ss' - s's'
+    # docs: first row s - s' and the rest ss' - s's'' bounded together through c = s.s' (largest at c = -1)
+    delta_G = math.sqrt(2.0 * B**4 + 2.0 * B**2 + 1.0) if B >= 1.0 else math.sqrt(B**4 + 4.0 * B**2)
     gram = rng.noise()[0]
     assert gram.method == "normal" and gram.count == (n_cols + 1) ** 2  # (1, controls, x, y), upper triangle used
     assert gram.scale == pytest.approx(delta_G / math.sqrt(2.0 * gram_row[1]), rel=RTOL)
@@ -554,13 +557,21 @@ def test_fwl_score(corpus, spy, iid, eps, seed, use_bounds):
     assert (det["C_u"], det["C_v"]) == pytest.approx((C_u, C_v), rel=RTOL)
     assert math.isfinite(C_u) and math.isfinite(C_v)
     rho_2 = rho * (1.0 - 0.25 - g_share - (0.05 if n_need else 0.0))
-    s_row, t_row = noise[1:]
-    assert (s_row[1], t_row[1]) == pytest.approx((0.85 * rho_2, 0.15 * rho_2), rel=RTOL)
+    (st_row,) = noise[1:]
+    assert st_row.kind == "gaussian_joint" and st_row[1] == pytest.approx(rho_2, rel=RTOL)
     d_S, d_T = rng.noise()[1:]
     assert d_S.method == d_T.method == "normal" and d_S.count == d_T.count == 1
-    # docs: S moves by at most 2 C_u C_v, T by at most C_u^2
-    assert d_S.scale == pytest.approx(2.0 * C_u * C_v / math.sqrt(2.0 * s_row[1]), rel=RTOL)
-    assert d_T.scale == pytest.approx(C_u**2 / math.sqrt(2.0 * t_row[1]), rel=RTOL)
+    assert (d_S.scale, d_T.scale) == st_row.scale
+    # docs: S and T (shares 85 % and 15 % of stage 2) as one mechanism: at the scales of the shares
+    # (2 C_u C_v / sqrt(2 rho_S), C_u^2 / sqrt(2 rho_T)) a replaced row moves them by at most
+    # sqrt(max_t (rho_S / 2) (1 + t)^2 + 2 rho_T (1 - t^2)^2) noise units, whose half square is the cost; the
+    # scales shrink by one factor until the cost is rho_2
+    rho_S, rho_T = 0.85 * rho_2, 0.15 * rho_2
+    t = np.linspace(0.0, 1.0, 100001)
+    cost = 0.5 * float(np.max(0.5 * rho_S * (1 + t) ** 2 + 2.0 * rho_T * (1 - t * t) ** 2))
+    k = math.sqrt(cost / rho_2)
+    assert d_S.scale == pytest.approx(k * 2.0 * C_u * C_v / math.sqrt(2.0 * rho_S), rel=RTOL)
+    assert d_T.scale == pytest.approx(k * C_u**2 / math.sqrt(2.0 * rho_T), rel=RTOL)
 
 
 def _check_pairs_stage(rho, ems, spy, n1):
