@@ -122,12 +122,13 @@ class FWLEach(Algorithm):
     public_details = {
         "interval_check": "paid statistic: the first slope's check that made its interval infinite ('ok' when "
                           "none did): fwl_score's interval_check of that slope, from its entries (`Gaussian Gram of "
-                          "(1, controls, x, y)`, `grid quantile`, `Gaussian sums of clip(u) clip(v), clip(u)^2`, ...; each named "
-                          "'<mechanism> (<slope>)'); with points = 'dpnewton', the public reason of that branch",
+                          "(1, controls, x, y)`, `grid quantile`, `Gaussian sums of clip(u) clip(v), clip(u)^2`, "
+                          "...; each named '<mechanism> (<slope>)'); with points = 'dpnewton', the public reason of "
+                          "that branch",
         "interval_checks": "paid statistic: each term's check, fwl_score's interval_check per slope from its entries "
                            "(`Gaussian Gram of (1, controls, x, y)`, `grid quantile`, `Gaussian sums of clip(u) "
-                           "clip(v), clip(u)^2`, ...); the intercept's is the public INTERCEPT_CHECK; with points = 'dpnewton', the "
-                           "branch's public reason for every term",
+                           "clip(v), clip(u)^2`, ...); the intercept's is the public INTERCEPT_CHECK; with points = "
+                           "'dpnewton', the branch's public reason for every term",
         "fallback": "paid statistic: the first fallback among the terms: fwl_score's fallback of a slope (from its "
                     "`Gaussian Gram of (1, controls, x, y)`, `grid quantile` and `Gaussian sums of clip(u) clip(v), "
                     "clip(u)^2` entries), or the intercept's when no slope's Gram passed its checks; with points = "

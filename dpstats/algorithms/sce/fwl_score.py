@@ -318,8 +318,9 @@ def fwl_score_release(
                 sens2=sens2, rng=rng, note=joint)
             Q = float(Q_a)
         else:
-            S_a, T_a = acc.gaussian_joint("Gaussian sums of clip(u) clip(v), clip(u)^2", [np.sum(uc * vc), np.sum(uc * uc)],
-                                          sigmas=[sig_S, sig_T], sens2=sens2, rng=rng, note=joint)
+            S_a, T_a = acc.gaussian_joint("Gaussian sums of clip(u) clip(v), clip(u)^2",
+                                          [np.sum(uc * vc), np.sum(uc * uc)], sigmas=[sig_S, sig_T], sens2=sens2,
+                                          rng=rng, note=joint)
         S, T_raw = float(S_a), float(T_a)
     T = max(T_raw, 0.25 * P.Dx, sig_T)
     unit = P.unit

@@ -234,10 +234,11 @@ def test_engel_food_grown_clip_covers_at_epsilon_10():
     Income has a long right tail and food spending flattens at high incomes, so the clipped score
     estimates a steeper slope than least squares (0.54 with exact sums at the clip, against 0.485): a
     bias of about 1.8 non-private SEs, outside intervals about 2.5 times as wide as OLS's. With the clip
-    grown by ``min(2, sqrt(rho n) / 9)`` (2 here: ``u_clip_growth``) 37 of 40 draws cover (measured).
+    grown by ``min(2, sqrt(rho n) / 9)`` (2 here: ``u_clip_growth``) 37 of 40 draws covered (measured; 36 since
+    the tighter sensitivities of the score sums narrowed the intervals).
     """
     fin, cov = _covered("engel_food", 10.0, range(40))
-    assert fin >= 36 and cov >= 35  # measured 38 finite, 37 covering
+    assert fin >= 36 and cov >= 35  # measured 38 finite, 36 covering
     # the control: the clip as located (measured 31 of 40 covering, 39 finite)
     fin0, cov0 = _covered("engel_food", 10.0, range(40), u_clip_growth=0.0)
     assert fin0 >= 36 and cov0 <= 33
