@@ -150,8 +150,7 @@ class FEM(Synthesizer):
         "rounds": Param(60, "number of rounds T (epsilon_0 = sqrt(8 rho / T)). The reference code fixes "
                             "epsilon_0 (grid 0.003-0.009, fem_grid_search) and runs until the budget is spent: "
                             "290-2,610 rounds of 100 integer programs on Adult at epsilon = 1 over that grid (the "
-                            "page); 60 rounds keep "
-                            "Adult within the protocol's 60 s (benchmarks/bench_synth.py)"),
+                            "page); 60 rounds keep Adult within the protocol's 60 s (benchmarks/bench_synth.py)"),
         "samples": Param(10, "FTPL samples (integer programs) per round; reference code samples = 100 "
                              "(fem_grid_search), reduced with rounds for the 60 s"),
         "noise": Param(2.0, "scale of the exponential FTPL perturbation; the middle of the reference code's "
