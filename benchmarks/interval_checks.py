@@ -12,13 +12,19 @@ errors of the draw from the population value) of the finite ones.
 
 Parameters given with ``--param name=value`` override the interval
 configuration, to see what a setting costs and what it guards against (for
-example ``--param ridge=2``). An instance falls in the band of ``n`` of its
+example ``--param ridge=2``). ``--oracle-nuisance`` measures what a perfect
+nuisance would be worth: the projections of ``x`` and ``y`` on the controls
+(and the pilot) come from the exact Gram of the rows the noisy Gram was
+computed from, and the interval's nuisance terms (the simulated nuisance
+error, the regression dilution, the eigenvalue floor's bias) are 0. It reads
+the data outside any mechanism: a measurement, never a release. An instance falls in the band of ``n`` of its
 first draw (cluster resampling moves ``n`` a little from draw to draw).
 
 Usage::
 
     python benchmarks/interval_checks.py --epsilon 1 --draws 10
     python benchmarks/interval_checks.py --epsilon 1 --draws 10 --instance engel_food mroz87_lwage --json out.json
+    python benchmarks/interval_checks.py --epsilon 1 --draws 10 --oracle-nuisance
 """
 
 from __future__ import annotations
@@ -45,8 +51,48 @@ def _value(text: str):
         return float(text)
 
 
-def _draws(args: tuple[str, str, float, int, dict]) -> list[dict]:
-    iid, algorithm, eps, draws, params = args
+_ORACLE: list[bool] = []
+
+
+def _oracle_nuisance() -> None:
+    """Rebind fwl_score's stage-1 nuisance to the exact Gram (a measurement: see the module docstring); once a process."""
+    if _ORACLE:
+        return
+    _ORACLE.append(True)
+    from dpstats.algorithms.sce import _fwl_nuisance as nuis
+    from dpstats.algorithms.sce import _fwl_standardise as stdz
+    from dpstats.algorithms.sce import fwl_score as fwl
+
+    exact: list[np.ndarray] = []
+    gram, scatter, pilot = stdz.noisy_gram, nuis.noisy_symmetric, nuis._pilot
+
+    def noisy_gram(A, sigma, rng, **kw):
+        exact[:] = [A.T @ A]
+        return gram(A, sigma, rng, **kw)
+
+    def noisy_symmetric(M, sigma, rng, **kw):
+        full = np.zeros((M.shape[0] + 1,) * 2)
+        full[1:, 1:] = M
+        exact[:] = [full]
+        return scatter(M, sigma, rng, **kw)
+
+    def exact_pilot(G, ia, gx, gy, sig_G, p, ridge):
+        floor_ev = ridge * sig_G * math.sqrt(p + 1)
+        Gt = exact[0].copy()
+        Gt[0, 0] = G[0, 0]
+        gam, dlt, _, _ = nuis._nuisance(Gt, ia, gx, gy, 1e-9 * max(G[0, 0], 1.0))
+        Dx = float(Gt[gx, gx] - gam @ Gt[ia, gx])
+        return floor_ev, gam, dlt, 0, Dx, float((Gt[gx, gy] - gam @ Gt[ia, gy]) / Dx), math.inf
+
+    stdz.noisy_gram, nuis.noisy_symmetric, nuis._pilot = noisy_gram, noisy_symmetric, exact_pilot
+    fwl.nuisance_spread = lambda P, theta, T, rng, n_sim=200: (0.0, 0.0)
+    fwl._floor_sensitivity = lambda P: 0.0
+
+
+def _draws(args: tuple[str, str, float, int, dict, bool]) -> list[dict]:
+    iid, algorithm, eps, draws, params, oracle = args
+    if oracle:
+        _oracle_nuisance()
     from dpstats.algorithms import get
     from dpstats.bench.inference import inference_problem, resample
     from dpstats.bench.model import Problem
@@ -83,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="override a hyperparameter of the interval configuration")
     ap.add_argument("--workers", type=int, default=2, help="processes (1: in this process)")
     ap.add_argument("--json", help="also write the per-draw rows to this file")
+    ap.add_argument("--oracle-nuisance", action="store_true",
+                    help="the nuisance from the exact Gram, its interval terms 0 (a measurement; fwl_score only)")
     a = ap.parse_args(argv)
     params = {}
     for item in a.param:
@@ -93,7 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     from dpstats.data.corpus import Corpus
 
     ids = a.instance or [i.id for i in Corpus.public().instances() if i.task == "sce" and i.id != "fetter13_ols"]
-    jobs = [(i, a.algorithm, a.epsilon, a.draws, params) for i in ids]
+    if a.oracle_nuisance and a.workers <= 1:
+        ap.error("--oracle-nuisance rebinds fwl_score's stage 1: run it in worker processes (--workers 2)")
+    jobs = [(i, a.algorithm, a.epsilon, a.draws, params, a.oracle_nuisance) for i in ids]
     if a.workers > 1:
         with ProcessPoolExecutor(a.workers) as ex:
             parts = list(ex.map(_draws, jobs))
@@ -107,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     by_inst: dict[str, list[dict]] = collections.defaultdict(list)
     for r in rows:
         by_inst[r["instance"]].append(r)
-    print(f"{a.algorithm}, epsilon {a.epsilon:g}, {a.draws} draws per instance; infinite intervals by check")
+    print(f"{a.algorithm}{' (oracle nuisance)' if a.oracle_nuisance else ''}, epsilon {a.epsilon:g}, "
+          f"{a.draws} draws per instance; infinite intervals by check")
     print("instance,n,finite," + ",".join(checks))
     for iid, rs in sorted(by_inst.items(), key=lambda kv: kv[1][0]["n"]):
         cnt = collections.Counter(r["check"] for r in rs if not r["finite"])

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from dpstats.algorithms.sce._fwl_newton import NewtonStep, newton_step, precondition, residual_clip, simulate_newton
 from dpstats.algorithms.sce._fwl_standardise import Standardised, finite_bounds, standardise
 from dpstats.algorithms.sce._utils import (
     EM_BOUND,
@@ -269,6 +270,9 @@ class Partialled:
     #: whose scale could not be located (``LocationScale.scale_unsure``; empty without the counts): the unit
     #: conversion may be off by orders of magnitude where the Gram cannot show it
     unsure: tuple[str, ...] = ()
+    #: the noisy Newton step that refined ``u`` and ``w``'s projections (``None``: the Gram's projections;
+    #: see :mod:`~dpstats.algorithms.sce._fwl_newton`)
+    newton: NewtonStep | None = None
 
     def standardisation_visible_failure(self, n: int, lo: float = 0.02, hi: float = 25.0) -> bool:
         """Whether the released Gram shows a failed private scale (post-processing).
@@ -322,6 +326,8 @@ def partial_out(
     cluster_groups: tuple[np.ndarray, int] | None = None,
     stage1: Standardised | None = None,
     nonzero_share: float = 0.0,
+    newton_share: float = 0.0,
+    newton_clip: float = 4.0,
 ) -> Partialled:
     """Stage 1: private standardisation, noisy Gram, nuisance projections; spends ``scale_share + gram_share`` of rho.
 
@@ -385,14 +391,24 @@ def partial_out(
     ia = list(range(0 if const else 1, p - 1))  # (constant,) controls
     gx, gy = p - 1, p  # positions of x and y in the Gram
     floor_ev, gam, dlt, floored, Dx_f, theta0, min_ev = _pilot(G, ia, gx, gy, sig_G, p, ridge)
+    S_lin = (W - loc) / scale
+    Z_c = Sc[:, :ix_c]
+    Zs = np.column_stack([np.ones(n), Z_c]) if const else Z_c
+    step = None
+    if newton_share > 0 and stage1 is None:
+        # the clips: newton_clip partialled standard deviations of x and y, from the released Gram
+        unit_ev = sig_G * math.sqrt(p + 1)
+        C_x = residual_clip(Dx_f, n, unit_ev, newton_clip)
+        C_y = residual_clip(float(G[gy, gy] - dlt @ G[ia, gy]), n, unit_ev, newton_clip)
+        dg, dd, step = newton_step(Zs, S_lin[:, ix_c] - Zs @ gam, S_lin[:, iy_c] - Zs @ dlt, B, const,
+                                   precondition(G[np.ix_(ia, ia)], floor_ev), C_x, C_y, acc,
+                                   newton_share * acc.rho, rng)
+        gam, dlt = gam + dg, dlt + dd
     # row-level residuals: x and y enter linearly (standardised, unclipped), so scores built on them
     # target OLS on the real x and y. The controls enter as the Gram saw them, clipped to +-col_clip:
     # the projections apply only where the Gram had information, and a control whose private scale came
     # out far too small (its values beyond the clip on a share of rows) is coarsened rather than
     # extrapolated to residuals hundreds of scales wide, whose clipped products bias the score
-    S_lin = (W - loc) / scale
-    Z_c = Sc[:, :ix_c]
-    Zs = np.column_stack([np.ones(n), Z_c]) if const else Z_c
     g_c, g_z = (gam[0], gam[1:]) if const else (0.0, gam)
     d_c, d_z = (dlt[0], dlt[1:]) if const else (0.0, dlt)
     proj_x, proj_y = Zs @ gam, Zs @ dlt
@@ -423,7 +439,7 @@ def partial_out(
         free=tuple(int(c) for c in np.flatnonzero(free)), floored=floored, min_ev=min_ev, over_clip=over_clip,
         range_scales=bounded_range_scales(names, np.flatnonzero(free), scale, bounds),
         means=_gram_means(G, loc, scale, [*controls, j, -1], n) if const else {},
-        unsure=() if S.unsure is None else tuple(names[c] for c in np.flatnonzero(S.unsure)),
+        unsure=() if S.unsure is None else tuple(names[c] for c in np.flatnonzero(S.unsure)), newton=step,
     )
 
 
@@ -610,6 +626,12 @@ def nuisance_spread(P: Partialled, theta: float, T: float, rng: np.random.Genera
     E[:, 0, 0] = 0.0
     Gs = G[None] + E
     sol, _, _ = _solve_nuisance(Gs, ia, gx, gy, P.floor_ev)
+    if P.newton is not None:
+        # the Newton step from each simulated first step, with its own preconditioner and fresh gradient noise
+        st = P.newton
+        noise = rng.standard_normal(sol.shape) * st.sigma * np.array([st.C_x, st.C_y])
+        sol = simulate_newton(A, precondition(Gs[:, ia][:, :, ia], P.floor_ev), sol, np.column_stack([g0, d0]),
+                              noise)
     dg, dd = sol[:, :, 0] - g0, sol[:, :, 1] - d0
     Adg = dg @ A.T
     out = np.einsum("ri,ri->r", Adg, dd - theta * dg) / T

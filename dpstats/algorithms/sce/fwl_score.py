@@ -122,6 +122,8 @@ def fwl_score_release(
     nonzero_share: float = 0.0,
     excess_share: float = 0.0,
     u_clip_growth: float = 0.0,
+    newton_share: float = 0.0,
+    newton_clip: float = 4.0,
     clusters: np.ndarray | None = None,
     partialled: list[Any] | None = None,
     stage1: Standardised | None = None,
@@ -187,6 +189,7 @@ def fwl_score_release(
         col_clip=col_clip, kappa=kappa, q_row_max=q_row_max, ridge=ridge, use_bounds=use_bounds, absorb=absorb,
         m_cell=m_cell, absorb_sole=absorb_sole, scale_weight=scale_weight, proj_margin=proj_margin,
         cluster_groups=None if groups is None else (groups, J_lab), stage1=stage1, nonzero_share=nonzero_share,
+        newton_share=newton_share, newton_clip=newton_clip,
     )
     if partialled is not None:
         partialled.append(P)
@@ -609,6 +612,11 @@ class FWLScore(Algorithm):
                                     "sampling error the clip reaches further into the tail, since a clipped "
                                     "regressor's estimand differs from OLS's when the model is not linear, a "
                                     "bias outside the interval (row path)"),
+        "newton_share": Param(0.0, "ours: share of rho for one noisy Newton step of the nuisance regressions from "
+                                   "the Gram's projections, the Gram as preconditioner only (row path; 0: the "
+                                   "Gram's projections; see _fwl_newton)"),
+        "newton_clip": Param(4.0, "ours: the Newton step clips the residuals at this many partialled standard "
+                                  "deviations (from the released Gram)"),
         "tail_u": Param(4.0, "ours: a row is far beyond the clip of u when |u| > tail_u C_u"),
         "tail_v": Param(2.0, "ours: ... of v when |v| > tail_v C_v"),
         "tail_frac": Param(0.01, "ours: an infinite interval when the noisy count of rows far beyond a clip exceeds "
