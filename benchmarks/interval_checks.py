@@ -64,7 +64,7 @@ def _oracle_nuisance() -> None:
     from dpstats.algorithms.sce import fwl_score as fwl
 
     exact: list[np.ndarray] = []
-    gram, scatter, pilot = stdz.noisy_gram, nuis.noisy_symmetric, nuis._pilot
+    gram, scatter = stdz.noisy_gram, nuis.noisy_symmetric
 
     def noisy_gram(A, sigma, rng, **kw):
         exact[:] = [A.T @ A]
