@@ -15,7 +15,10 @@ with Gaussian noise scaled to the residuals' clips, and moves
 The step's error is ``H^-1 E (gamma - gamma*)`` (the Gram's noise acts on the
 first step's *error*, not on ``gamma``) plus ``H^-1`` times noise of size
 ``C_x``, which is small where the controls explain ``x`` well: the case in
-which the Gram's nuisance dilutes the partialled regressor.
+which the Gram's nuisance dilutes the partialled regressor. Not the default:
+at equal budget the gradients' noise is about ``2 C_x / B`` times the Gram's
+on the same entry, and on the public corpus the step freed no interval
+(``docs/algorithms/sce/fwl_score.md``, *A noisy Newton step for the nuisance*).
 
 Privacy (replace-one, zCDP): the rows ``z_i = (1, controls)`` enter with the
 controls as the Gram saw them (clipped to ``+-col_clip``) and scaled to norm
@@ -38,7 +41,7 @@ import numpy as np
 
 from dpstats.privacy.accounting import ZCDPAccountant
 
-__all__ = ["NewtonStep", "newton_sensitivity", "newton_step", "precondition", "simulate_newton"]
+__all__ = ["NewtonStep", "newton_sensitivity", "newton_step", "precondition", "residual_clip", "simulate_newton"]
 
 
 def newton_sensitivity(B: float, const: bool) -> float:
