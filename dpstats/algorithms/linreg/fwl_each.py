@@ -214,8 +214,11 @@ class FWLEach(Algorithm):
             share = part(acc, fraction, name)
             kept: list[Partialled] = []
             f_c = replace(facts, task="sce", coefficient=name, coef_index=c)
-            # with a shared stage 1 the slope's release holds stage 1 and its part of stage 2 (public)
-            whole = None if stage1 is None else acc.rho * (1.0 - left) + share.rho
+            # the growth of the |u| clip reads the whole release's budget (public), so that each slope's clip
+            # reaches as far into the tail as private_coef's would on the same data: the clipping bias of a
+            # regressor with a long tail is a property of the data, not of how many slopes share the budget.
+            # With a shared stage 1 (not offered) the slope's release holds stage 1 and its part of stage 2
+            whole = acc.rho if stage1 is None else acc.rho * (1.0 - left) + share.rho
             e, s, b, df, det = fwl_score_coefficient(data, f_c, share, rng, params, partialled=kept, stage1=stage1,
                                                      release_rho=whole)
             est[c] = e
