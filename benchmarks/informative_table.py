@@ -100,8 +100,8 @@ def cov_row(cov: pd.DataFrame, task: str, eps: float, algorithm: str) -> pd.Seri
     return sub.iloc[0]
 
 
-def status(board: pd.DataFrame, cov: pd.DataFrame) -> list[str]:
-    """The table of targets: target, value now, met or not, source."""
+def status(board: pd.DataFrame, cov: pd.DataFrame, ratio_src: str = RATIO_SRC) -> list[str]:
+    """The table of targets: target, value now, met or not, source (``ratio_src`` names the ratio table)."""
     from dpstats.bench.leaderboard import format_tau, format_tau50
 
     out = ["| target | value now | met | source |", "| --- | --- | --- | --- |"]
@@ -111,7 +111,7 @@ def status(board: pd.DataFrame, cov: pd.DataFrame) -> list[str]:
         val = (f"{format_tau50(b.tau50, b.reaches)} (`{b.algorithm}`; API configuration "
                f"`{a.algorithm}` {format_tau50(a.tau50, a.reaches)})")
         out.append(f"| {task}: best standard τ@50 at ε = 1 ≤ {TAU_TARGETS[task]:.1f} | {val} "
-                   f"| {_met(b.tau50 <= TAU_TARGETS[task])} | {RATIO_SRC} |")
+                   f"| {_met(b.tau50 <= TAU_TARGETS[task])} | {ratio_src} |")
     fwl = cov_row(cov, "sce", 1.0, DEFAULTS["sce"])
     finite = 1 - fwl.infinite
     out.append(f"| sce: finite intervals on ≥ {100 * SCE_FINITE:.0f} % of coverage trials at ε = 1 | {_pct(finite)} "
@@ -138,7 +138,7 @@ def status(board: pd.DataFrame, cov: pd.DataFrame) -> list[str]:
             cells.append(f"{task} {_tail(a.tail100)}")
             worst = max(worst, float(a.tail100))
         out.append(f"| API defaults: ≤ {100 * TAIL_LIMIT:.0f} % of trials beyond 100× the baseline, ε = {eps:g} "
-                   f"| {', '.join(cells)} | {_met(worst <= TAIL_LIMIT)} | {RATIO_SRC} |")
+                   f"| {', '.join(cells)} | {_met(worst <= TAIL_LIMIT)} | {ratio_src} |")
     return out
 
 
@@ -187,16 +187,20 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ratios", type=Path, default=RATIOS, help="ratio table (benchmarks/ratio_table.py)")
     ap.add_argument("--coverage", type=Path, default=COVERAGE, help="coverage.csv of dpstats report")
+    ap.add_argument("--ratio-source", default=None, metavar="TEXT",
+                    help=f"what the source column says of --ratios (default: {RATIO_SRC} for the committed table, "
+                         "else the file's name)")
     args = ap.parse_args(argv)
+    ratio_src = args.ratio_source or (RATIO_SRC if args.ratios == RATIOS else f"`{args.ratios.name}`")
     trials, board, cov = load(args.ratios, args.coverage)
     per = trials.groupby(["task", "epsilon", "algorithm", "instance"]).size()
     inst = trials.groupby("task")["instance"].nunique()
-    print(f"Quick preset: {', '.join(f'{t} {k}' for t, k in inst.items())} instances, "
+    print(f"Ratios: {', '.join(f'{t} {k}' for t, k in inst.items())} instances, "
           f"{trials['study'].nunique()} studies, "
           f"ε ∈ {{{', '.join(f'{e:g}' for e in sorted(trials['epsilon'].unique()))}}}, "
           f"{per.min()}–{per.max()} trials per instance and ε (ratios); coverage: "
           f"{int(cov['trials'].max())} trials per task and ε.\n")
-    print("\n".join(status(board, cov)))
+    print("\n".join(status(board, cov, ratio_src)))
     print("\nPer task and ε (slice all):\n")
     print("\n".join(by_epsilon(board, cov)))
     print("\nτ@50 at ε = 1 by band of n (instances in parentheses):\n")
