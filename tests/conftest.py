@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 import textwrap
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def load_script(path: Path, name: str | None = None) -> ModuleType:
+    """Import a script that is not part of the package (``benchmarks/*.py``, ``docs/*.py``) by its path."""
+    name = name or path.stem
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def write_study(root: Path, study_id: str, body: str) -> Path:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
 from dpstats.bench import model, store
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.conftest import REPO, load_script
 
 #: algorithm, task, instance -> seconds of its trials (three seeds each)
 TIMES = {
@@ -23,11 +21,7 @@ TIMES = {
 
 @pytest.fixture(scope="module")
 def bb():
-    spec = importlib.util.spec_from_file_location("bench_benchmark", REPO / "benchmarks" / "bench_benchmark.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(REPO / "benchmarks" / "bench_benchmark.py")
 
 
 @pytest.fixture(scope="module")

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.conftest import REPO, load_script
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("interval_checks", REPO / "benchmarks" / "interval_checks.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(REPO / "benchmarks" / "interval_checks.py")
 
 
 def test_counts_add_up_and_match_the_rows(tmp_path, capsys):

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-pytest.importorskip("dp_accounting")
+from tests.conftest import REPO, load_script
 
-REPO = Path(__file__).resolve().parents[2]
+pytest.importorskip("dp_accounting")
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("pld_bound", REPO / "benchmarks" / "pld_bound.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(REPO / "benchmarks" / "pld_bound.py")
 
 
 @pytest.mark.parametrize("eps", [0.08, 1.0])

@@ -10,10 +10,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import shutil
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -21,24 +19,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.conftest import load_script
 from tests.docs.conftest import REPO
 
 DOCS = REPO / "docs"
 PAGES = sorted(p for p in DOCS.glob("algorithms/*/*.md") if p.stem != "index")
 
 
-def _load(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def ratio_table() -> ModuleType:
-    return _load(REPO / "benchmarks" / "ratio_table.py", "ratio_table")
+    return load_script(REPO / "benchmarks" / "ratio_table.py", "ratio_table")
 
 
 def _trials() -> pd.DataFrame:
@@ -118,7 +108,7 @@ def test_page_includes_its_figures(page: Path) -> None:
 
 
 def test_generator_writes_snippets_and_figures(tmp_path: Path) -> None:
-    gen = _load(DOCS / "gen_algorithm_figures.py", "gen_algorithm_figures_test")
+    gen = load_script(DOCS / "gen_algorithm_figures.py", "gen_algorithm_figures_test")
     src = tmp_path / "docs"
     for rel in ("algorithms/sce/fwl_score.md", "algorithms/sce/theilsen_match.md", "algorithms/mean/index.md"):
         (src / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from tests.conftest import REPO, load_script
 
-REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "benchmark" / "informative.md"
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("informative_table", REPO / "benchmarks" / "informative_table.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(REPO / "benchmarks" / "informative_table.py")
 
 
 def test_every_table_row_printed_from_the_committed_csvs_is_on_the_page(capsys):
