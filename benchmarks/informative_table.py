@@ -18,6 +18,9 @@ The API's interval configurations are ``<API_DEFAULTS[task]>[api]`` (``fwl_score
 Usage (from the repository root; reads only the CSVs, a few seconds)::
 
     PYTHONPATH=. .venv/bin/python benchmarks/informative_table.py
+
+With ``--ratios`` another ratio table (the full preset's, remade by the command on the page) is read instead
+of the committed quick one, and ``--ratio-source`` says what the source column calls it.
 """
 
 from __future__ import annotations
