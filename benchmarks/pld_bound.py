@@ -114,6 +114,43 @@ def ledger_pld(ledger: Iterable[Any], scale: float = 1.0, step: float = STEP) ->
     return out
 
 
+def two_point_pld(eps: float, t: float, step: float = STEP) -> Any:
+    """The PLD of the two-point pair with losses ``(1 - t) eps`` and ``-t eps`` (``0 < t < 1``)."""
+    from dp_accounting.pld import privacy_loss_distribution as pldm
+
+    hi, lo = math.exp((1.0 - t) * eps), math.exp(-t * eps)
+    q = (1.0 - lo) / (hi - lo)
+    return pldm.from_two_probability_mass_functions({0: math.log(q), 1: math.log(1.0 - q)},
+                                                    {0: math.log(q * hi), 1: math.log((1.0 - q) * lo)},
+                                                    value_discretization_interval=step)
+
+
+def compare_homogeneous(k: int, eps: float, delta: float, t_points: int = 25) -> dict[str, float]:
+    """Epsilon at ``delta`` of ``k`` ``eps``-bounded-range mechanisms, three ways.
+
+    ``pair``: :func:`br_pld` composed; ``common_t``: the worst two-point pair
+    with one ``t`` for all (Dong, Durfee and Rogers's optimal composition of
+    equal mechanisms, on a grid of ``t``); ``zcdp``: the epsilon whose zCDP
+    budget is their charge ``k eps^2 / 8``.
+    """
+    from dpstats.privacy.conversions import zcdp_rho
+
+    def power(p: Any) -> Any:
+        out = p
+        for _ in range(k - 1):
+            out = out.compose(p)
+        return out
+
+    pair = power(br_pld(eps)).get_epsilon_for_delta(delta)
+    common = max(power(two_point_pld(eps, float(t))).get_epsilon_for_delta(delta)
+                 for t in np.linspace(0.02, 0.98, t_points))
+    rho, lo, hi = k * eps * eps / 8.0, 1e-6, 100.0
+    while hi - lo > 1e-7 * hi:
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if zcdp_rho(mid, delta) < rho else (lo, mid)
+    return {"pair": float(pair), "common_t": float(common), "zcdp": lo}
+
+
 def calibration_factor(ledger: list[Any], epsilon: float, delta: float, tol: float = 1e-3) -> float:
     """The largest ``c`` with the ledger's charges times ``c`` within ``(epsilon, delta)`` by PLD (bisection)."""
     lo, hi = 1.0, 1.0
@@ -136,8 +173,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--delta", type=float, default=1e-6)
     ap.add_argument("--instance", nargs="+", default=["mroz87_lwage", "card95_ols_full", "mean_mroz87_lwage",
                                                        "mroz87_lwage_linreg"])
+    ap.add_argument("--homogeneous", nargs=2, type=float, metavar=("K", "EPS"),
+                    help="instead: K mechanisms of EPS-bounded range, by the dominating pair, one common t and zCDP")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
+    if args.homogeneous:
+        k, e = int(args.homogeneous[0]), float(args.homogeneous[1])
+        r = compare_homogeneous(k, e, args.delta)
+        print(f"{k} mechanisms of {e:g}-bounded range, epsilon at delta {args.delta:g}: dominating pair "
+              f"{r['pair']:.3f}, common t {r['common_t']:.3f}, zCDP {r['zcdp']:.3f}")
+        return 0
     from dpstats.algorithms.configurations import API_DEFAULTS, get_configuration
     from dpstats.algorithms.release import Budget, release
     from dpstats.data.corpus import Corpus

@@ -70,3 +70,9 @@ def test_composed_bounded_range_mechanisms_beat_pure_dp_and_the_zcdp_charge():
         mid = (lo + hi) / 2.0
         lo, hi = (mid, hi) if zcdp_rho(mid, 1e-6) < rho else (lo, mid)
     assert br < lo
+
+
+def test_equal_mechanisms_lie_between_the_optimal_composition_and_zcdp():
+    """The dominating pair bounds every common-t composition from above and stays below zCDP's epsilon."""
+    r = _module().compare_homogeneous(6, 0.1, 1e-6, t_points=9)
+    assert r["common_t"] <= r["pair"] + 1e-3 and r["pair"] < r["zcdp"]
