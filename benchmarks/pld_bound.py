@@ -31,6 +31,7 @@ Usage (a few seconds; needs ``dp-accounting``, part of the ``gan`` extra)::
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import warnings
 from collections.abc import Iterable
@@ -68,10 +69,10 @@ def br_pair(eps: float, x_points: int = X_POINTS, t_points: int = T_POINTS) -> t
     """
     x = np.exp(np.linspace(-eps, eps, x_points))
     t = np.linspace(0.0, 1.0, t_points)
-    h = two_point_curve(eps, t, x).max(axis=0)
+    curves = two_point_curve(eps, t, x)
+    h, best = curves.max(axis=0), curves.argmax(axis=0)
     h[0], h[-1] = 1.0 - x[0], 0.0
     # the grid maximum over t can sit below the true one; rescan the best t's neighbourhood
-    best = two_point_curve(eps, t, x).argmax(axis=0)
     for k in range(1, x_points - 1):
         fine = np.linspace(t[max(best[k] - 1, 0)], t[min(best[k] + 1, t_points - 1)], 201)
         h[k] = max(h[k], float(two_point_curve(eps, fine, x[k:k + 1]).max()))
@@ -83,8 +84,9 @@ def br_pair(eps: float, x_points: int = X_POINTS, t_points: int = T_POINTS) -> t
     return q * x, q
 
 
+@functools.lru_cache(maxsize=256)
 def br_pld(eps: float, step: float = STEP) -> Any:
-    """The PLD of :func:`br_pair` for one ``eps``-bounded-range mechanism."""
+    """The PLD of :func:`br_pair` for one ``eps``-bounded-range mechanism (cached: a ledger repeats its epsilons)."""
     from dp_accounting.pld import privacy_loss_distribution as pldm
 
     p, q = br_pair(eps)
